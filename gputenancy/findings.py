@@ -1,0 +1,55 @@
+"""Findings: what the pipeline reports about its inputs and outputs (a leaf module)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterable
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Finding:
+    """One problem at one place. Lines and columns are 1-based; 0 means unknown."""
+
+    path: str
+    line: int
+    col: int
+    severity: Severity
+    rule: str
+    message: str
+
+    def format(self) -> str:
+        where = self.path
+        if self.line:
+            where += f":{self.line}:{max(self.col, 1)}"
+        return f"{where}: {self.severity.value}: {self.message} ({self.rule})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """A place in an input file: repo-relative POSIX path, 1-based line and column (0 = unknown)."""
+
+    path: str
+    line: int = 0
+    col: int = 0
+
+    def finding(self, rule: str, message: str, severity: Severity = Severity.ERROR) -> Finding:
+        return Finding(self.path, self.line, self.col, severity, rule, message)
+
+
+class PipelineError(Exception):
+    """The one expected error: carries findings; the CLI prints them and exits 1."""
+
+    def __init__(self, findings: Iterable[Finding]) -> None:
+        self.findings = sorted(findings)
+        super().__init__(f"{len(self.findings)} finding(s)")
+
+
+def errors(findings: Iterable[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity is Severity.ERROR]

@@ -1,0 +1,40 @@
+"""Shared fixtures: the repository root, the upstream reference data in ../shared, a guarded $HOME."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def shared_dir() -> Path:
+    """../shared beside the checkout (or $GPUTENANCY_SHARED): fail under CI when missing, skip otherwise."""
+    path = Path(os.environ.get("GPUTENANCY_SHARED", REPO.parent / "shared"))
+    if not (path / "kueue").is_dir():
+        message = f"upstream reference data not found at {path} (set GPUTENANCY_SHARED)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture
+def shared() -> Path:
+    return shared_dir()
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(autouse=True)
+def _guard_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any write to $HOME (git config --global, caches) lands in a throwaway directory."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
