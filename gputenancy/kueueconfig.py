@@ -1,0 +1,153 @@
+"""The merged Kueue manager Configuration of one cluster: base config + overlay changes + feature gates
++ deviceClassMappings built from the device classes that tenants on the cluster use.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from gputenancy.findings import Finding, Origin
+from gputenancy.objects import FieldPath
+from gputenancy.rules import Catalog, classes_used
+from gputenancy.spec import Cluster, Model
+
+CONFIG_KEY = "controller_manager_config.yaml"
+CONFIGMAP_NAME = "kueue-manager-config"
+DEPLOYMENT_NAME = "kueue-controller-manager"
+CHECKSUM_ANNOTATION = "gputenancy.io/kueue-config-checksum"
+
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+@dataclasses.dataclass(frozen=True)
+class KueueConfig:
+    """The merged Configuration with the input place of each field, its text and checksum."""
+
+    cluster: str
+    body: Mapping[str, Any]
+    field_origins: Mapping[FieldPath, Origin]
+    origin: Origin
+
+    @property
+    def text(self) -> str:
+        return dump(self.body)
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def origin_of(self, path: FieldPath) -> Origin:
+        for n in range(len(path), 0, -1):
+            found = self.field_origins.get(tuple(path[:n]))
+            if found is not None:
+                return found
+        return self.origin
+
+
+def dump(body: Mapping[str, Any]) -> str:
+    text: str = yaml.dump(dict(body), Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1000)
+    return text
+
+
+def deep_merge(
+    base: Mapping[str, Any],
+    over: Mapping[str, Any],
+    origins: dict[FieldPath, Origin],
+    over_origin: Any,
+    path: FieldPath = (),
+) -> dict[str, Any]:
+    """Maps merge key by key, everything else (lists, scalars) replaces; records where each value came from."""
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        here = (*path, key)
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value, origins, over_origin, here)
+        else:
+            out[key] = copy.deepcopy(value)
+            for stale in [k for k in origins if k[: len(here)] == here]:
+                del origins[stale]
+            origins[here] = over_origin(here)
+    return out
+
+
+def mappings(model: Model, cluster: str, catalog: Catalog) -> tuple[list[dict[str, Any]], dict[str, Origin]]:
+    """deviceClassMappings for the classes tenants use on `cluster`, grouped by quota resource, sorted."""
+    by_resource: dict[str, list[str]] = defaultdict(list)
+    origins: dict[str, Origin] = {}
+    for name in sorted(classes_used(model, cluster)):
+        entry = catalog.classes.get(name)
+        if entry is None:
+            continue
+        by_resource[entry.resource].append(name)
+        origins.setdefault(entry.resource, entry.origin)
+    out = [{"name": res, "deviceClassNames": sorted(names)} for res, names in sorted(by_resource.items())]
+    return out, origins
+
+
+def build(model: Model, cluster: Cluster, catalog: Catalog) -> tuple[KueueConfig, list[Finding]]:
+    findings: list[Finding] = []
+    base_doc = model.platform.kueue_config
+    origins: dict[FieldPath, Origin] = {}
+
+    def base_origin(path: FieldPath) -> Origin:
+        return base_doc.origin(*path)
+
+    def overlay_origin(path: FieldPath) -> Origin:
+        return cluster.document.origin("kueue", "config", *path)
+
+    _record_all(base_doc.data, (), origins, base_origin)
+    body = deep_merge(base_doc.data, cluster.config_overrides, origins, overlay_origin)
+
+    if cluster.feature_gates:
+        gates = dict(body.get("featureGates") or {})
+        for name, value in sorted(cluster.feature_gates.items()):
+            gates[name] = value
+            origins[("featureGates", name)] = cluster.document.origin("kueue", "featureGates", name)
+        body["featureGates"] = gates
+
+    generated, map_origins = mappings(model, cluster.name, catalog)
+    resources = dict(body.get("resources") or {})
+    existing = list(resources.get("deviceClassMappings") or [])
+    claimed = {c: m.get("name") for m in generated for c in m["deviceClassNames"]}
+    for i, m in enumerate(existing):
+        for cls in m.get("deviceClassNames") or []:
+            if cls in claimed:
+                here = origins.get(
+                    ("resources", "deviceClassMappings"),
+                    base_doc.origin("resources", "deviceClassMappings", i),
+                )
+                cat = catalog.classes[cls].origin
+                findings.append(
+                    here.finding(
+                        "mapping-conflict",
+                        f"device class {cls!r} is mapped in the Kueue configuration as {m.get('name')!r} and by the catalog "
+                        f"({cat.path}:{cat.line}) as {claimed[cls]!r}; map it in one place only",
+                    )
+                )
+    merged = sorted([*existing, *generated], key=lambda m: str(m.get("name", "")))
+    if merged:
+        resources["deviceClassMappings"] = merged
+        body["resources"] = resources
+        for i, m in enumerate(merged):
+            o = map_origins.get(str(m.get("name")))
+            if o is not None:
+                origins[("resources", "deviceClassMappings", i)] = o
+    config = KueueConfig(cluster.name, body, origins, base_doc.origin())
+    return config, findings
+
+
+def _record_all(data: Any, path: FieldPath, origins: dict[FieldPath, Origin], origin_of: Any) -> None:
+    origins[path] = origin_of(path)
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            _record_all(value, (*path, key), origins, origin_of)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            _record_all(value, (*path, i), origins, origin_of)

@@ -1,0 +1,139 @@
+"""The generated tree: one object per file at a deterministic path, written atomically.
+
+    generated/<cluster>/<kind>/<name>.yaml               cluster-scoped objects
+    generated/<cluster>/<kind>/<namespace>/<name>.yaml   namespaced objects
+
+Paths are built only from names that are valid Kubernetes names (DNS subdomains), so no object can
+write outside generated/<cluster>/.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from gputenancy.findings import Finding, PipelineError
+from gputenancy.objects import RenderedObject, to_yaml
+
+GENERATED = "generated"
+_SAFE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+
+Tree = Mapping[str, bytes]  # POSIX path relative to generated/<cluster>/ -> file content
+
+
+def object_path(obj: RenderedObject) -> str:
+    key = obj.key
+    if (
+        not _KIND.match(key.kind)
+        or not _SAFE.match(key.name)
+        or (key.namespace and not _SAFE.match(key.namespace))
+    ):
+        raise PipelineError(
+            [
+                obj.origin.finding(
+                    "object-name",
+                    f"{key}: kind, name and namespace must be valid Kubernetes names to be written",
+                )
+            ]
+        )
+    if ".." in key.name or ".." in key.namespace:
+        raise PipelineError([obj.origin.finding("object-name", f"{key}: '..' is not allowed in a name")])
+    parts = [key.kind.lower()]
+    if key.namespace:
+        parts.append(key.namespace)
+    parts.append(f"{key.name}.yaml")
+    return "/".join(parts)
+
+
+def tree_of(objects: Sequence[RenderedObject]) -> dict[str, bytes]:
+    tree: dict[str, bytes] = {}
+    findings: list[Finding] = []
+    for obj in objects:
+        try:
+            path = object_path(obj)
+        except PipelineError as exc:
+            findings.extend(exc.findings)
+            continue
+        if path in tree:
+            findings.append(obj.origin.finding("object-name", f"{obj.key} would overwrite {path}"))
+        tree[path] = to_yaml(obj.body).encode()
+    if findings:
+        raise PipelineError(findings)
+    return dict(sorted(tree.items()))
+
+
+def read_tree(directory: Path) -> dict[str, bytes]:
+    if not directory.is_dir():
+        return {}
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def diff_paths(want: Tree, have: Tree) -> list[str]:
+    """Paths that differ, as `+ path`, `- path`, `~ path`."""
+    out = [f"+ {p}" for p in want if p not in have]
+    out += [f"- {p}" for p in have if p not in want]
+    out += [f"~ {p}" for p in want if p in have and want[p] != have[p]]
+    return sorted(out, key=lambda s: s[2:])
+
+
+def _fill(directory: Path, tree: Tree) -> None:
+    for rel, data in tree.items():
+        target = directory / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+@contextlib.contextmanager
+def _staged(parent: Path, trees: Mapping[str, Tree]) -> Iterator[dict[str, Path]]:
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=parent))
+    try:
+        out = {}
+        for name, tree in trees.items():
+            out[name] = staging / name
+            out[name].mkdir()
+            _fill(out[name], tree)
+        yield out
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_trees(parent: Path, trees: Mapping[str, Tree], *, prune: bool = False) -> list[str]:
+    """Replace parent/<name> by each tree: everything is written to a staging directory first, then each
+    directory is swapped in with renames, so a failure while writing leaves `parent` as it was. With
+    `prune`, directories of parent not in `trees` are removed (clusters that no longer exist).
+    Returns the names of the directories that changed.
+    """
+    changed = [n for n, t in trees.items() if read_tree(parent / n) != dict(t)]
+    stale = (
+        sorted(
+            p.name
+            for p in parent.iterdir()
+            if p.is_dir() and not p.name.startswith(".") and p.name not in trees
+        )
+        if prune and parent.is_dir()
+        else []
+    )
+    if not changed and not stale:
+        return []
+    with _staged(parent, {n: trees[n] for n in changed}) as staged:
+        for name in changed:
+            target = parent / name
+            old = parent / f".old-{name}-{os.getpid()}"
+            if target.exists():
+                target.rename(old)
+            staged[name].rename(target)
+            shutil.rmtree(old, ignore_errors=True)
+    for name in stale:
+        shutil.rmtree(parent / name)
+    return sorted([*changed, *stale])

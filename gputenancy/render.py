@@ -1,0 +1,316 @@
+"""Records -> Kubernetes objects through jinja2 templates. Every value reaches YAML through the `y`
+filter (JSON, which is YAML flow syntax), so no input string can add keys; the template output is
+parsed back and checked before anything is returned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import jinja2
+import yaml
+
+from gputenancy import kueueconfig
+from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.objects import FieldPath, RenderedObject
+from gputenancy.rules import Catalog, claims_on, classes_used, covered_resources, effective_catalog
+from gputenancy.spec import Cluster, Model, Tenant
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
+TENANT_LABEL = "gputenancy.io/tenant"
+SOURCE_ANNOTATION = "gputenancy.io/source"
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+PARTIAL_ANNOTATION = "gputenancy.io/partial"
+
+# Argo CD sync waves: configuration and DeviceClasses, then flavors and cohorts, then ClusterQueues,
+# then LocalQueues and ResourceClaimTemplates.
+WAVE_CONFIG = "-3"
+WAVE_FLAVORS = "-2"
+WAVE_CLUSTER_QUEUES = "-1"
+WAVE_NAMESPACED = "0"
+
+PREEMPTION = {
+    "none": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": "Never"},
+    "within-queue": {
+        "reclaimWithinCohort": "Never",
+        "withinClusterQueue": "LowerPriority",
+        "borrowWithinCohort": "Never",
+    },
+    "reclaim": {
+        "reclaimWithinCohort": "Any",
+        "withinClusterQueue": "LowerPriority",
+        "borrowWithinCohort": "Never",
+    },
+    "borrow": {
+        "reclaimWithinCohort": "Any",
+        "withinClusterQueue": "LowerPriority",
+        "borrowWithinCohort": "LowerPriority",
+    },
+}
+CORE_ORDER = ("cpu", "memory", "ephemeral-storage", "pods")
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _y(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=True)
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("gputenancy", "templates"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # noqa: S701 - YAML output; every value goes through the `y` serialising filter
+    )
+    env.filters["y"] = _y
+    return env
+
+
+def _render(template: str, **values: Any) -> dict[str, Any]:
+    text = environment().get_template(template).render(**values)
+    body = yaml.load(text, Loader=_Loader)  # noqa: S506 - C safe loader
+    if not isinstance(body, dict):
+        raise PipelineError(
+            [Origin(f"<template {template}>").finding("render", "template did not produce an object")]
+        )
+    return body
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterRender:
+    cluster: str
+    objects: tuple[RenderedObject, ...]
+    config: kueueconfig.KueueConfig
+    findings: tuple[Finding, ...]
+
+
+def _meta(source: Origin, wave: str, tenant: str | None = None, **extra: str) -> dict[str, Any]:
+    labels = dict(MANAGED_BY)
+    if tenant is not None:
+        labels[TENANT_LABEL] = tenant
+    annotations = {
+        SOURCE_ANNOTATION: f"{source.path}:{source.line}" if source.line else source.path,
+        SYNC_WAVE: wave,
+    }
+    annotations.update(extra)
+    return {"labels": labels, "annotations": annotations}
+
+
+def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[RenderedObject]:
+    """ClusterQueue, LocalQueues and ResourceClaimTemplates of one tenant on one cluster."""
+    budget = tenant.budget_for(cluster.name) or ()
+    covered = list(covered_resources(tenant, cluster.name, catalog))
+    covered.sort(key=lambda r: (CORE_ORDER.index(r) if r in CORE_ORDER else len(CORE_ORDER), r))
+    flavors = []
+    field_origins: dict[FieldPath, Origin] = {}
+    for fi, fb in enumerate(budget):
+        amounts: dict[str, Any] = {}
+        for name, amount in fb.devices:
+            entry = catalog.classes.get(name)
+            if entry is not None:
+                amounts[entry.resource] = amount
+        for name, amount in fb.resources:
+            amounts[name] = amount
+        resources = []
+        for ri, res in enumerate(covered):
+            a = amounts.get(res)
+            base: FieldPath = ("spec", "resourceGroups", 0, "flavors", fi, "resources", ri)
+            field_origins[base] = a.origin if a is not None else fb.origin
+            resources.append(
+                {
+                    "name": res,
+                    "nominal": a.nominal.canonical() if a is not None else "0",
+                    "borrowing": a.borrowing.canonical()
+                    if a is not None and a.borrowing is not None
+                    else None,
+                    "lending": a.lending.canonical() if a is not None and a.lending is not None else None,
+                }
+            )
+        field_origins[("spec", "resourceGroups", 0, "flavors", fi)] = fb.origin
+        flavors.append({"name": fb.flavor, "resources": resources})
+    stop = "HoldAndDrain" if tenant.state == "draining" else "None"
+    namespaces = [ns for ns, _ in tenant.namespaces]
+    cq = _render(
+        "clusterqueue.yaml.j2",
+        name=tenant.name,
+        cohort=tenant.cohort,
+        namespaces=sorted(namespaces),
+        queueing_strategy=tenant.queueing_strategy,
+        stop_policy=stop,
+        preemption=PREEMPTION[tenant.preemption],
+        weight=tenant.fair_sharing_weight.canonical() if tenant.fair_sharing_weight is not None else None,
+        covered=covered,
+        flavors=flavors,
+        **_meta(tenant.origin, WAVE_CLUSTER_QUEUES, tenant.name),
+    )
+    field_origins[("spec", "cohortName")] = tenant.cohort_origin
+    out = [RenderedObject(cluster.name, cq, tenant.origin, field_origins)]
+    for ns, origin in tenant.namespaces:
+        lq = _render(
+            "localqueue.yaml.j2",
+            name=tenant.local_queue,
+            namespace=ns,
+            cluster_queue=tenant.name,
+            stop_policy=stop,
+            **_meta(origin, WAVE_NAMESPACED, tenant.name),
+        )
+        out.append(RenderedObject(cluster.name, lq, origin))
+    for ct in claims_on(tenant, cluster.name):
+        for ns in ct.namespaces or namespaces:
+            rct = _render(
+                "resourceclaimtemplate.yaml.j2",
+                name=ct.name,
+                namespace=ns,
+                claim_labels={TENANT_LABEL: tenant.name},
+                request="gpu",
+                device_class=ct.device_class,
+                count=ct.count,
+                selectors=list(ct.selectors),
+                **_meta(ct.origin, WAVE_NAMESPACED, tenant.name, **{SYNC_OPTIONS: "Force=true,Replace=true"}),
+            )
+            out.append(
+                RenderedObject(
+                    cluster.name,
+                    rct,
+                    ct.origin,
+                    {
+                        (
+                            "spec",
+                            "spec",
+                            "devices",
+                            "requests",
+                            0,
+                            "exactly",
+                            "deviceClassName",
+                        ): ct.class_origin
+                    },
+                )
+            )
+    return out
+
+
+def render_platform(
+    model: Model, cluster: Cluster, catalog: Catalog
+) -> tuple[list[RenderedObject], kueueconfig.KueueConfig, list[Finding]]:
+    """DeviceClasses, ResourceFlavors, Cohorts and the Kueue Configuration delivery of one cluster."""
+    out: list[RenderedObject] = []
+    used = classes_used(model, cluster.name)
+    for cap in cluster.capacity:
+        for name, _, _ in cap.devices:
+            used.setdefault(name, cap.origin)
+    for name in sorted(used):
+        entry = catalog.classes.get(name)
+        if entry is None or not entry.rendered:
+            continue
+        body = _render(
+            "deviceclass.yaml.j2",
+            name=name,
+            selectors=list(entry.selectors),
+            **_meta(entry.origin, WAVE_CONFIG),
+        )
+        out.append(RenderedObject(cluster.name, body, entry.origin))
+    for cap in cluster.capacity:
+        flavor = model.platform.flavors.get(cap.flavor)
+        if flavor is None:
+            continue
+        body = _render(
+            "resourceflavor.yaml.j2",
+            name=flavor.name,
+            node_labels=dict(flavor.node_labels),
+            node_taints=[dict(t) for t in flavor.node_taints],
+            tolerations=[dict(t) for t in flavor.tolerations],
+            **_meta(flavor.origin, WAVE_FLAVORS),
+        )
+        out.append(RenderedObject(cluster.name, body, flavor.origin))
+    cohorts: set[str] = set()
+    for tenant in model.tenants_on(cluster.name):
+        name = tenant.cohort
+        while name is not None and name not in cohorts and name in model.platform.cohorts:
+            cohorts.add(name)
+            name = model.platform.cohorts[name].parent
+    for name in sorted(cohorts):
+        co = model.platform.cohorts[name]
+        body = _render(
+            "cohort.yaml.j2",
+            name=name,
+            parent=co.parent,
+            weight=co.weight.canonical() if co.weight is not None else None,
+            **_meta(co.origin, WAVE_FLAVORS),
+        )
+        out.append(RenderedObject(cluster.name, body, co.origin))
+    config, findings = kueueconfig.build(model, cluster, catalog)
+    out.extend(_deliver_config(cluster, config))
+    return out, config, findings
+
+
+def _deliver_config(cluster: Cluster, config: kueueconfig.KueueConfig) -> list[RenderedObject]:
+    if cluster.install == "helm" and cluster.helm is not None:
+        helm = cluster.helm
+        values = json.loads(json.dumps(dict(helm.values)))
+        values.setdefault("managerConfig", {})["controllerManagerConfigYaml"] = config.text
+        app = _render(
+            "kueue-helm-application.yaml.j2",
+            name=f"kueue-{cluster.name}",
+            argocd_namespace=helm.argocd_namespace,
+            project=helm.project,
+            repo_url=helm.repo_url,
+            chart=helm.chart,
+            version=cluster.kueue_version.lstrip("v"),
+            release_name=helm.release_name,
+            values=values,
+            destination_server=helm.destination_server,
+            namespace=cluster.kueue_namespace,
+            **_meta(cluster.origin, WAVE_CONFIG),
+        )
+        return [
+            RenderedObject(
+                cluster.name,
+                app,
+                cluster.origin,
+                {("spec", "source", "helm", "valuesObject", "managerConfig"): config.origin},
+            )
+        ]
+    cm = _render(
+        "kueue-configmap.yaml.j2",
+        name=kueueconfig.CONFIGMAP_NAME,
+        namespace=cluster.kueue_namespace,
+        key=kueueconfig.CONFIG_KEY,
+        config_text=config.text,
+        **_meta(config.origin, WAVE_CONFIG, **{SYNC_OPTIONS: "ServerSideApply=true"}),
+    )
+    rollout = _render(
+        "kueue-rollout.yaml.j2",
+        name=kueueconfig.DEPLOYMENT_NAME,
+        namespace=cluster.kueue_namespace,
+        checksum_annotation=kueueconfig.CHECKSUM_ANNOTATION,
+        checksum=config.checksum,
+        **_meta(
+            config.origin,
+            WAVE_CONFIG,
+            **{SYNC_OPTIONS: "ServerSideApply=true,Prune=false,Delete=false", PARTIAL_ANNOTATION: "true"},
+        ),
+    )
+    return [
+        RenderedObject(cluster.name, cm, config.origin),
+        RenderedObject(cluster.name, rollout, config.origin),
+    ]
+
+
+def render_cluster(model: Model, cluster: Cluster, catalog: Catalog | None = None) -> ClusterRender:
+    catalog = catalog or effective_catalog(model)
+    objects, config, findings = render_platform(model, cluster, catalog)
+    for tenant in model.tenants_on(cluster.name):
+        objects.extend(render_tenant(tenant, cluster, catalog))
+    return ClusterRender(cluster.name, tuple(objects), config, tuple(findings))
+
+
+def config_origin_lookup(config: kueueconfig.KueueConfig) -> Mapping[FieldPath, Origin]:
+    return config.field_origins

@@ -1,0 +1,70 @@
+"""Findings as text, GitHub workflow commands or JSON (plans are formatted in plan.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+
+from gputenancy.findings import Finding, Severity
+
+FORMATS = ("text", "github", "json")
+
+
+def default_format() -> str:
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_prop(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def summary(findings: Sequence[Finding]) -> str:
+    errors = sum(f.severity is Severity.ERROR for f in findings)
+    warnings = sum(f.severity is Severity.WARNING for f in findings)
+    return f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}"
+
+
+def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] = ()) -> str:
+    ordered = sorted(findings)
+    if fmt == "json":
+        return (
+            json.dumps(
+                {
+                    "findings": [
+                        {
+                            "path": f.path,
+                            "line": f.line,
+                            "col": f.col,
+                            "severity": f.severity.value,
+                            "rule": f.rule,
+                            "message": f.message,
+                        }
+                        for f in ordered
+                    ],
+                    "notes": list(notes),
+                    "summary": summary(ordered),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    lines = []
+    for f in ordered:
+        if fmt == "github":
+            level = {"error": "error", "warning": "warning"}.get(f.severity.value, "notice")
+            props = [f"file={_escape_prop(f.path)}"]
+            if f.line:
+                props += [f"line={f.line}", f"col={max(f.col, 1)}"]
+            props.append(f"title={_escape_prop(f.rule)}")
+            lines.append(f"::{level} {','.join(props)}::{_escape_data(f.message)}")
+        else:
+            lines.append(f.format())
+    lines.extend(f"note: {n}" for n in notes)
+    if ordered:
+        lines.append(summary(ordered))
+    return "\n".join(lines) + ("\n" if lines else "")
