@@ -1,0 +1,174 @@
+"""Rendering and building with the real kustomize: the golden tree, determinism, the Kueue chain."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trees
+import yaml
+
+from gputenancy import build, engine, output, render, rules
+from gputenancy.findings import PipelineError
+from gputenancy.spec import load_model
+
+REPO = trees.REPO
+
+
+def docs(tree: dict[str, bytes], prefix: str) -> list[dict[str, Any]]:
+    return [yaml.safe_load(v) for k, v in tree.items() if k.startswith(prefix)]
+
+
+@pytest.fixture(scope="module")
+def result() -> engine.Result:
+    return engine.run(REPO)
+
+
+def test_golden_tree_matches_committed_generated(result: engine.Result) -> None:
+    """generated/ is the golden tree; regenerate it with `python pipeline.py render`."""
+    assert not result.failed, [f.format() for f in result.findings]
+    for name, cluster in result.clusters.items():
+        differences = output.diff_paths(dict(cluster.tree), output.read_tree(REPO / "generated" / name))
+        assert differences == [], f"generated/{name} differs; run `python pipeline.py render`: {differences}"
+
+
+def test_render_twice_is_byte_identical(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    first = engine.run(root)
+    second = engine.run(root)
+    assert {n: dict(c.tree) for n, c in first.clusters.items()} == {n: dict(c.tree) for n, c in second.clusters.items()}
+
+
+def test_sharded_build_is_identical_to_one_build(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    model, _ = load_model(root)
+    catalog = rules.effective_catalog(model)
+    cluster = model.clusters["prod"]
+    platform, _, _ = render.render_platform(model, cluster, catalog)
+    tenants = [o for t in model.tenants_on("prod") for o in render.render_tenant(t, cluster, catalog)]
+    one = output.tree_of(build.build(root, "prod", platform, tenants, shard_size=10_000))
+    sharded = output.tree_of(build.build(root, "prod", platform, tenants, shard_size=3))
+    assert one == sharded
+    assert len(tenants) > 3 * 2  # really several shards
+
+
+def test_tenant_component_applies_to_tenant_objects(result: engine.Result) -> None:
+    tree = dict(result.clusters["prod"].tree)
+    for doc in docs(tree, "clusterqueue/") + docs(tree, "resourceclaimtemplate/") + docs(tree, "resourceflavor/"):
+        assert doc["metadata"]["labels"]["gputenancy.io/cluster"] == "prod"
+    flavor = yaml.safe_load(tree["resourceflavor/h100.yaml"])
+    assert flavor["spec"]["nodeLabels"]["cloud.google.com/gke-nodepool"] == "h100-pool"  # overlay patch
+
+
+def test_lab_cluster_reference_setup(result: engine.Result) -> None:
+    tree = dict(result.clusters["lab"].tree)
+    (cq,) = docs(tree, "clusterqueue/")
+    assert cq["spec"]["resourceGroups"][0]["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
+    gpu = [r for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "nvidia.com/gpu"]
+    assert gpu == [{"name": "nvidia.com/gpu", "nominalQuota": "1"}]
+    rct = yaml.safe_load(tree["resourceclaimtemplate/sandbox/single-gpu.yaml"])
+    exactly = rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert exactly == {"allocationMode": "ExactCount", "count": 1, "deviceClassName": "gpu.nvidia.com"}
+    (app,) = docs(tree, "application/")
+    assert app["spec"]["source"]["targetRevision"] == "0.18.1"
+    config = yaml.safe_load(app["spec"]["source"]["helm"]["valuesObject"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["resources"]["deviceClassMappings"] == [{"name": "nvidia.com/gpu", "deviceClassNames": ["gpu.nvidia.com"]}]
+    assert config["waitForPodsReady"]["timeout"] == "10m"
+    assert "featureGates" not in config
+
+
+def test_chain_claim_template_to_mapping_to_cluster_queue(result: engine.Result) -> None:
+    """Every RCT's DeviceClass is mapped, and the mapped resource is covered by the ClusterQueue that
+    the LocalQueue of the RCT's namespace points to."""
+    for name, cluster in result.clusters.items():
+        tree = dict(cluster.tree)
+        config = _config(tree)
+        mapped = {c: m["name"] for m in config["resources"]["deviceClassMappings"] for c in m["deviceClassNames"]}
+        queues = {d["metadata"]["namespace"]: d["spec"]["clusterQueue"] for d in docs(tree, "localqueue/")}
+        covered = {d["metadata"]["name"]: set(d["spec"]["resourceGroups"][0]["coveredResources"]) for d in docs(tree, "clusterqueue/")}
+        rcts = docs(tree, "resourceclaimtemplate/")
+        assert rcts, name
+        for rct in rcts:
+            cls = rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"]
+            assert cls in mapped, (name, cls)
+            assert mapped[cls] in covered[queues[rct["metadata"]["namespace"]]], (name, rct["metadata"])
+
+
+def _config(tree: dict[str, bytes]) -> dict[str, Any]:
+    for doc in docs(tree, "configmap/"):
+        loaded: dict[str, Any] = yaml.safe_load(doc["data"]["controller_manager_config.yaml"])
+        return loaded
+    (app,) = docs(tree, "application/")
+    loaded = yaml.safe_load(app["spec"]["source"]["helm"]["valuesObject"]["managerConfig"]["controllerManagerConfigYaml"])
+    return loaded
+
+
+def test_prod_budgets_add_up_to_capacity(result: engine.Result) -> None:
+    tree = dict(result.clusters["prod"].tree)
+    totals: dict[tuple[str, str], int] = {}
+    for cq in docs(tree, "clusterqueue/"):
+        for flavor in cq["spec"]["resourceGroups"][0]["flavors"]:
+            for r in flavor["resources"]:
+                if r["name"].startswith("nvidia.com/"):
+                    key = (flavor["name"], r["name"])
+                    totals[key] = totals.get(key, 0) + int(r["nominalQuota"])
+    assert totals[("h100", "nvidia.com/gpu")] == 16
+    assert totals[("a100-mig", "nvidia.com/mig-1g.10gb")] == 28
+    assert totals[("a100-mig", "nvidia.com/mig-3g.40gb")] == 8
+    cohorts = {cq["spec"].get("cohortName") for cq in docs(tree, "clusterqueue/")}
+    assert cohorts == {"research"}
+
+
+def test_config_change_rolls_the_deployment_and_nothing_else_does(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+
+    def checksum() -> str:
+        tree = dict(engine.run(root).clusters["prod"].tree)
+        dep = yaml.safe_load(tree["deployment/kueue-system/kueue-controller-manager.yaml"])
+        cm = yaml.safe_load(tree["configmap/kueue-system/kueue-manager-config.yaml"])
+        value: str = dep["spec"]["template"]["metadata"]["annotations"]["gputenancy.io/kueue-config-checksum"]
+        assert value == hashlib.sha256(cm["data"]["controller_manager_config.yaml"].encode()).hexdigest()
+        return value
+
+    before = checksum()
+    trees.edit(root, "tenants/speech.yaml", lambda d: d["budgets"]["default"][0]["devices"].update({"gpu.nvidia.com": 1}))
+    assert checksum() == before  # a budget change is not a configuration change
+    trees.edit(root, "overlays/prod/cluster.yaml", lambda d: d["kueue"]["config"]["clientConnection"].update(qps=200))
+    assert checksum() != before
+
+
+def test_claim_template_selectors_cannot_inject_yaml(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    hostile = "x'\n  injected: true\nspec: {}\n# \"}"
+    trees.edit(root, "tenants/speech.yaml", lambda d: d["claimTemplates"][0].update(selectors=[hostile]))
+    model, _ = load_model(root)
+    catalog = rules.effective_catalog(model)
+    objects = render.render_tenant(next(t for t in model.tenants if t.name == "speech"), model.clusters["prod"], catalog)
+    rct = next(o for o in objects if o.key.kind == "ResourceClaimTemplate" and o.key.name == "gpu")
+    exactly = rct.body["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert exactly["selectors"] == [{"cel": {"expression": hostile}}]
+    assert set(rct.body) == {"apiVersion", "kind", "metadata", "spec"}
+
+
+def test_missing_platform_layer_reference_is_a_clear_error(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    (root / "overlays/lab/kustomization.yaml").write_text("resources:\n  - ../../base\n")
+    with pytest.raises(PipelineError) as exc:
+        model, _ = load_model(root)
+        catalog = rules.effective_catalog(model)
+        platform, _, _ = render.render_platform(model, model.clusters["lab"], catalog)
+        build.build(root, "lab", platform, [])
+    assert exc.value.findings[0].rule == "cluster-kustomization"
+
+
+def test_kustomize_failure_shows_command_and_stderr(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    (root / "overlays/lab/kustomization.yaml").write_text("resources:\n  - ../../base\n  - _platform\n  - missing.yaml\n")
+    result = engine.run(root, cluster="lab")
+    assert result.failed
+    (finding,) = [f for f in result.findings if f.rule == "kustomize"]
+    assert finding.path == "overlays/lab/kustomization.yaml"
+    assert "kustomize overlays/lab" in finding.message and "missing.yaml" in finding.message
+    assert "/tmp" not in finding.message
