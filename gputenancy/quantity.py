@@ -15,8 +15,9 @@ Grammar (the upstream scanner, byte for byte)::
                   | ("e" | "E") <sign>? <digits>                    (DecimalExponent)
 
 No whitespace is allowed anywhere. Like upstream, the scanner also accepts a
-mantissa without any digit and reads it as zero: ``"."``, ``"+"``, ``"-"``,
-``"e3"`` and a bare suffix such as ``"Ki"`` all parse as 0.
+number without any digit and reads it as zero: ``"."``, ``"+"``, ``"-"``,
+``"e3"`` and a bare suffix such as ``"Ki"`` all parse as 0, except with a
+decimal exponent below -9 or with ``Pi``/``Ei``, which upstream refuses.
 
 Parsing keeps the exact value, with the two adjustments upstream makes:
 
@@ -28,8 +29,8 @@ Parsing keeps the exact value, with the two adjustments upstream makes:
   magnitude ends up below 1 becomes DecimalSI.
 
 ``Quantity.canonical()`` reproduces ``CanonicalizeBytes``: the mantissa is an
-integer with no removable trailing zeros, the exponent is the largest multiple of
-three (DecimalSI, DecimalExponent) or of 2^10 (BinarySI) that keeps it exact.
+integer, and the exponent is the largest power of 10^3 (DecimalSI, DecimalExponent)
+or of 2^10 up to ``Ei`` (BinarySI) that keeps it exact.
 BinarySI values between -1024 and 1024, and non-integral BinarySI values, are
 printed as DecimalSI; a DecimalSI exponent beyond the suffix table (above ``E``
 or below ``n``) is printed in exponent notation (``"1000E"`` -> ``1e21``), as the
@@ -46,6 +47,8 @@ Where this module deliberately differs from upstream:
   Upstream wraps, rejects or hangs on these; here they raise ``QuantityError``.
 * A BinarySI value reachable only through arithmetic that is a multiple of 2^70
   is printed with the ``Ei`` suffix (``1024Ei``) where upstream drops the suffix.
+* Values and sums needing more than a million significant digits raise
+  ``QuantityError`` instead of being computed.
 """
 
 from __future__ import annotations
@@ -101,6 +104,9 @@ _MAX_EXPONENT = 2**31 - 1
 _INT64_DIGITS = 19
 _SHOWN_CHARS = 60
 _NANO = Decimal("1e-9")
+# A number without digits ("", ".", "-") reads as zero only where upstream takes its int64
+# path; on its inf.Dec path (decimal exponents below -9, Pi and Ei) the number does not parse.
+_DIGITLESS_REFUSED: dict[int, range] = {10: range(-_MAX_EXPONENT, -9), 2: range(50, 61)}
 # Arithmetic is exact: any result that would need more digits raises instead of rounding.
 _PRECISION = 1_000_000
 _EXACT = decimal.Context(
@@ -349,6 +355,8 @@ def _parse_text(text: str) -> Quantity:
         raise _error(text, "it is empty")
     positive, num, denom, suffix = _scan(text)
     base, exponent, fmt = _interpret(text, suffix)
+    if not _DIGITS.intersection(text[: len(text) - len(suffix)]) and exponent in _DIGITLESS_REFUSED[base]:
+        raise _error(text, "its number has no digits")
     try:
         amount = Decimal(f"{num}.{denom}")
         if base == 10:
