@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import functools
 import re
 import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 from gputenancy import kueuegates
 from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.webhooks import cel_selector_error
 
 FieldPath = tuple[str | int, ...]
 OriginOf = Callable[[FieldPath], Origin]
@@ -687,70 +687,6 @@ def _check_feature_gates(ctx: _Context, config: Mapping[str, Any], feature_gates
 # --- deviceClassMappings ---------------------------------------------------------------------------------
 
 
-@functools.cache
-def _cel_environment() -> Any:
-    import celpy
-
-    return celpy.Environment()
-
-
-_CEL_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
-_DRA_CEL_VARIABLES = frozenset({"device"})
-
-
-def _bare_ident(tree: Any) -> str | None:
-    node = tree
-    while getattr(node, "data", None) != "ident":
-        children = getattr(node, "children", None)
-        if not children or len(children) != 1:
-            return None
-        node = children[0]
-    return str(node.children[0])
-
-
-def _undeclared_idents(tree: Any, bound: frozenset[str]) -> Iterator[str]:
-    data = getattr(tree, "data", None)
-    if data is None:
-        return
-    children = list(tree.children)
-    if data == "ident":
-        name = str(children[0])
-        if name not in bound:
-            yield name
-        return
-    if data == "member_dot_arg" and len(children) == 3 and str(children[1]) in _CEL_MACROS:
-        target, _, args = children
-        yield from _undeclared_idents(target, bound)
-        exprs = list(getattr(args, "children", []))
-        var = _bare_ident(exprs[0]) if exprs else None
-        inner = bound | {var} if var else bound
-        for expr in exprs[1:] if var else exprs:
-            yield from _undeclared_idents(expr, inner)
-        return
-    if data == "ident_arg":  # a global function call: the first child is the function name
-        children = children[1:]
-    for child in children:
-        yield from _undeclared_idents(child, bound)
-
-
-def cel_compile_error(expression: str) -> str | None:
-    """Why a DRA device-selector CEL expression does not compile (None if it does).
-
-    Parses the expression and rejects references to variables other than `device`, the only variable the
-    DRA CEL environment declares. Type errors are not detected.
-    """
-    from celpy.celparser import CELParseError
-
-    try:
-        tree = _cel_environment().compile(expression)
-    except CELParseError as exc:
-        return " ".join(str(exc).split())
-    undeclared = next(_undeclared_idents(tree, _DRA_CEL_VARIABLES), None)
-    if undeclared is not None:
-        return f"undeclared reference to '{undeclared}' (the only variable is 'device')"
-    return None
-
-
 def _check_source_common(ctx: _Context, source: Mapping[str, Any], path: FieldPath) -> None:
     driver = source.get("driver")
     if driver is None or driver == "":
@@ -771,8 +707,8 @@ def _check_source_common(ctx: _Context, source: Mapping[str, Any], path: FieldPa
     expression = cel.get("expression") if cel is not None else None
     if expression is None or expression == "":
         ctx.emit(RULE_DEVICE_CLASS_MAPPINGS, selector_path, "Required value")
-    elif isinstance(expression, str) and (error := cel_compile_error(expression)) is not None:
-        ctx.emit(RULE_DEVICE_CLASS_MAPPINGS, selector_path, f"CEL compilation failed: {error}")
+    elif isinstance(expression, str) and (error := cel_selector_error(expression)) is not None:
+        ctx.emit(RULE_DEVICE_CLASS_MAPPINGS, selector_path, f"CEL {error}" if error.startswith("compilation failed") else f"CEL expression {error}")
 
 
 def _check_sources(ctx: _Context, mapping: Mapping[str, Any], mapping_path: FieldPath) -> None:
