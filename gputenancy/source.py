@@ -14,6 +14,12 @@ What is accepted
   nothing is ever constructed from a tag.
 * Mapping keys are strings, unique within their mapping; nesting is at most `MAX_DEPTH` levels.
 
+All findings of a file are collected in one pass. Reading stops at a syntax error (text checks of
+the whole file still report), at the first node nested too deep, and at a second document.
+Syntax messages are those of PyYAML's pure-Python parser (which reads the file again when the
+C parser found a problem), so they do not depend on whether libyaml is installed; files over 64 KiB
+keep libyaml's wording, to bound the time a hostile file can cost.
+
 How plain (unquoted) scalars become values
 ------------------------------------------
 Quoted and block scalars are always strings. Plain scalars follow PyYAML's YAML 1.1 resolver, with
@@ -73,6 +79,9 @@ that a hostile file cannot make the pipeline slow."""
 MAX_DEPTH = 32
 """Deepest nesting of mappings/sequences accepted (the top-level collection is depth 1)."""
 
+MAX_FINDINGS_PER_RULE = 5
+"""Findings of one rule shown per file; an alias bomb or a file full of tabs gives five, then a note."""
+
 KeyPath = tuple[str | int, ...]
 Mark = tuple[int, int]
 
@@ -83,6 +92,7 @@ _BOM = b"\xef\xbb\xbf"
 # Line breaks as PyYAML and libyaml count them (YAML 1.1), so text checks and parser marks agree.
 _BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _LEADING_TAB = re.compile(r" *\t")
+_ESCAPED = re.compile("[\udc80-\udcff]")
 # Characters the YAML reader refuses, plus U+FEFF anywhere but at the start.
 _DISALLOWED = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|\ufeff")
 
@@ -106,6 +116,7 @@ _INT = re.compile(
 _AMBIGUOUS_BOOLS = frozenset({"yes", "no", "on", "off"})
 _YAML11_ONLY_BOOLS = frozenset({"y", "Y", "n", "N"})
 _TAG_PREFIX = "tag:yaml.org,2002:"
+_DEPTH_MESSAGE = f"nesting deeper than {MAX_DEPTH} levels"
 
 
 class _EventSource(Protocol):
@@ -116,8 +127,11 @@ class _EventSource(Protocol):
 
 # Events come from the C parser when PyYAML has it; values are built from events here, never by a
 # PyYAML constructor, so no tag can construct anything.
-_PURE_LOADER: Callable[[str], _EventSource] = yaml.SafeLoader
 _LOADER: Callable[[str], _EventSource] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PURE_LOADER: Callable[[str], _EventSource] = yaml.SafeLoader
+# Files up to this many characters are read again by the pure-Python parser to word a syntax error;
+# beyond it (never a real tenant file) the C parser's wording is kept, bounding the time spent.
+_REWORD_MAX_CHARS = 64 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,8 +175,8 @@ def load(path: Path, root: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Document
     """Read and check `path` (relative to `root` or absolute); raise PipelineError with all findings.
 
     Paths returned by `discover` are accepted as they are. Messages name the file by its POSIX
-    path relative to `root`. A file that resolves (through
-    symlinks or ``..``) outside `root` is refused, as is anything but a regular file.
+    path relative to `root`. A file that resolves (through symlinks or ``..``) outside `root` is
+    refused, as is anything but a regular file.
     """
     full = path
     if not path.is_absolute():
@@ -201,7 +215,7 @@ def discover(
     and anything that is not a regular file (``source-not-regular``) are reported and skipped. A
     missing directory gives no files and no findings.
     """
-    ends = tuple(suffixes)
+    ends = (suffixes,) if isinstance(suffixes, str) else tuple(suffixes)
     directory = root / subdir
     shown_dir = _display(directory, root)
     files: list[Path] = []
@@ -331,69 +345,63 @@ class _Lines:
         return index + 1, offset - self.starts[index] + 1
 
 
-def _decode(data: bytes) -> tuple[str, list[tuple[int, int, str, int]]]:
-    """UTF-8 text with U+FFFD for invalid bytes; each error as (byte offset, char offset, reason, byte)."""
-    view = memoryview(data)
-    parts: list[str] = []
-    errors: list[tuple[int, int, str, int]] = []
-    pos = chars = 0
-    while pos < len(data):
-        try:
-            part, _ = codecs.utf_8_decode(view[pos:], "strict", True)
-        except UnicodeDecodeError as exc:
-            part, _ = codecs.utf_8_decode(view[pos : pos + exc.start], "strict", True)
-            parts.append(part)
-            chars += len(part)
-            errors.append((pos + exc.start, chars, exc.reason, data[pos + exc.start]))
-            parts.append("\ufffd")
-            chars += 1
-            pos += max(exc.end, exc.start + 1)
-            continue
-        parts.append(part)
-        break
-    return "".join(parts), errors
+def _decode(data: bytes) -> tuple[str, list[tuple[int, int]]]:
+    """UTF-8 text with U+FFFD for each invalid byte, and those bytes as (byte offset, char offset)."""
+    # surrogateescape turns each invalid byte (and only those) into one lone surrogate.
+    text = data.decode("utf-8", "surrogateescape")
+    errors: list[tuple[int, int]] = []
+    byte_offset = char_offset = 0
+    for match in _ESCAPED.finditer(text):
+        byte_offset += len(text[char_offset : match.start()].encode("utf-8"))
+        errors.append((byte_offset, match.start()))
+        byte_offset += 1
+        char_offset = match.end()
+    return (_ESCAPED.sub("\ufffd", text) if errors else text), errors
+
+
+def _utf8_problem(data: bytes, byte_offset: int) -> str:
+    """Why the byte at `byte_offset` does not decode, in the words of Python's UTF-8 codec."""
+    try:
+        codecs.utf_8_decode(data[byte_offset : byte_offset + 4], "strict", True)
+    except UnicodeDecodeError as exc:
+        if exc.start == 0:
+            return f"{exc.reason} 0x{data[byte_offset]:02x}"
+    return f"invalid byte 0x{data[byte_offset]:02x}"
 
 
 def _text_checks(data: bytes, offset: int, shown: str) -> tuple[str, list[Finding]]:
-    """Decode and check the text; returns it with bad characters replaced by U+FFFD, and findings."""
+    """Decode and check the text; returns it with bad characters replaced by U+FFFD, and findings.
+
+    `offset` is the number of bytes (a byte order mark) already removed from the start of `data`.
+    Encoding problems are reported once per line (the first one, with a count of the others).
+    """
     text, errors = _decode(data)
     lines = _Lines(text)
     findings: list[Finding] = []
 
-    reported: set[int] = set()
-    per_line: dict[int, int] = {}
-    for _, char_offset, _, _ in errors:
-        line = lines.at(char_offset)[0]
-        per_line[line] = per_line.get(line, 0) + 1
-    hint = ""
-    if offset == 0 and data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        hint = " (the file looks like UTF-16; save it as UTF-8)"
-    for byte_offset, char_offset, reason, byte in errors:
-        line, col = lines.at(char_offset)
-        if line in reported:
-            continue
-        reported.add(line)
-        more = f"; {per_line[line] - 1} more on this line" if per_line[line] > 1 else ""
-        findings.append(
-            Finding(
-                shown,
-                line,
-                col,
-                Severity.ERROR,
-                "source-encoding",
-                f"not valid UTF-8: {reason} 0x{byte:02x} at byte offset {byte_offset + offset}{more}{hint}",
-            )
-        )
+    def per_line(places: Iterable[tuple[int, int]], describe: Callable[[int], str]) -> None:
+        """`places` are (char offset, detail) pairs; `describe(detail)` words the first of a line."""
+        first: dict[int, tuple[int, int, int]] = {}
+        for char_offset, detail in places:
+            line, col = lines.at(char_offset)
+            known = first.get(line)
+            first[line] = (col, detail, 1) if known is None else (known[0], known[1], known[2] + 1)
+        for line, (col, detail, count) in first.items():
+            more = f"; {count - 1} more on this line" if count > 1 else ""
+            message = describe(detail) + more
+            findings.append(Finding(shown, line, col, Severity.ERROR, "source-encoding", message))
 
-    bad_lines: dict[int, tuple[int, str, int]] = {}
-    for bad in _DISALLOWED.finditer(text):
-        line, col = lines.at(bad.start())
-        first = bad_lines.get(line)
-        bad_lines[line] = (col, bad.group(), 1) if first is None else (first[0], first[1], first[2] + 1)
-    for line, (col, char, count) in bad_lines.items():
-        more = f"; {count - 1} more on this line" if count > 1 else ""
-        findings.append(Finding(shown, line, col, Severity.ERROR, "source-encoding", _describe(char) + more))
-    if bad_lines:
+    def bad_byte(byte_offset: int) -> str:
+        message = f"not valid UTF-8: {_utf8_problem(data, byte_offset)} at byte offset {byte_offset + offset}"
+        if byte_offset == 0 and data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            message += " (the file looks like UTF-16; save it as UTF-8)"
+        return message
+
+    per_line(((char_offset, byte_offset) for byte_offset, char_offset in errors), bad_byte)
+
+    bad = [(match.start(), ord(match.group())) for match in _DISALLOWED.finditer(text)]
+    per_line(bad, _describe)
+    if bad:
         text = _DISALLOWED.sub("\ufffd", text)
 
     for line_index, start in enumerate(lines.starts):
@@ -412,9 +420,8 @@ def _text_checks(data: bytes, offset: int, shown: str) -> tuple[str, list[Findin
     return text, findings
 
 
-def _describe(char: str) -> str:
-    code = ord(char)
-    if char == "\ufeff":
+def _describe(code: int) -> str:
+    if code == 0xFEFF:
         return "byte order mark U+FEFF is only allowed at the start of the file"
     if code < 0x20 or 0x7F <= code <= 0x9F:
         name = " (NUL)" if code == 0 else " (DEL)" if code == 0x7F else ""
@@ -437,8 +444,10 @@ def _load_bytes(data: bytes, shown: str, max_bytes: int) -> Document:
     text, findings = _text_checks(data, offset, shown)
     builder = _Builder(shown, findings)
     syntax = _run_parser(_LOADER, text, builder)
-    if syntax is not None and _LOADER is not _PURE_LOADER:
+    reword = _LOADER is not _PURE_LOADER and len(text) <= _REWORD_MAX_CHARS
+    if syntax is not None and syntax.rule == "source-syntax" and reword:
         # Report the pure-Python parser's wording and position, the same with or without libyaml.
+        # Its builder stops at MAX_DEPTH too, which keeps that parser's cost linear.
         syntax = _run_parser(_PURE_LOADER, text, _Builder(shown, [])) or syntax
     if syntax is not None:
         findings.append(syntax)
@@ -479,10 +488,16 @@ def _run_parser(loader_class: Callable[[str], _EventSource], text: str, builder:
 
 def _syntax_finding(shown: str, exc: yaml.MarkedYAMLError) -> Finding:
     mark = exc.problem_mark or exc.context_mark
+    if exc.problem and "maximum nesting depth" in exc.problem:
+        # libyaml refuses nesting beyond its own limit (far above MAX_DEPTH) before emitting events.
+        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        return Finding(shown, line, col, Severity.ERROR, "source-depth", _DEPTH_MESSAGE)
     message = exc.problem or exc.context or "invalid YAML"
     if exc.problem and exc.context:
         context_mark = exc.context_mark
-        at = f" at line {context_mark.line + 1}" if context_mark and context_mark is not mark else ""
+        at = ""
+        if context_mark and mark and (context_mark.line, context_mark.column) != (mark.line, mark.column):
+            at = f" at line {context_mark.line + 1}"
         message = f"{message} ({exc.context}{at})"
     line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
     return Finding(shown, line, col, Severity.ERROR, "source-syntax", message)
@@ -561,11 +576,23 @@ class _Builder:
         self.stack: list[_Frame] = []
         self.documents = 0
         self.empty = True
-        self.skipping = 0
-        self.skip_target: tuple[_Frame | None, bool] = (None, False)
+        self.stopped = False
 
     def report(self, mark: Mark, rule: str, message: str, severity: Severity = Severity.ERROR) -> None:
-        self.findings.append(Finding(self.shown, mark[0], mark[1], severity, rule, message))
+        same = sum(1 for f in self.findings if f.rule == rule)
+        if same < MAX_FINDINGS_PER_RULE:
+            self.findings.append(Finding(self.shown, mark[0], mark[1], severity, rule, message))
+        elif same == MAX_FINDINGS_PER_RULE:
+            self.findings.append(
+                Finding(
+                    self.shown,
+                    mark[0],
+                    mark[1],
+                    severity,
+                    rule,
+                    f"{message}; further {rule} findings in this file are not shown",
+                )
+            )
 
     def feed(self, event: Event) -> bool:
         """Take one event; True when the rest of the stream is of no interest."""
@@ -581,15 +608,11 @@ class _Builder:
             self._end()
         elif isinstance(event, NodeEvent):
             self._node(event)
-        return False
+        return self.stopped
 
     # Node events --------------------------------------------------------------------------------
 
     def _node(self, event: NodeEvent) -> None:
-        if self.skipping:
-            if isinstance(event, CollectionStartEvent):
-                self.skipping += 1
-            return
         parent = self.stack[-1] if self.stack else None
         mark = _mark(event)
         as_key = parent is not None and isinstance(parent.container, dict) and parent.want_key
@@ -618,9 +641,9 @@ class _Builder:
         assert isinstance(event, CollectionStartEvent)
         depth = (parent.depth if parent else 0) + 1
         if depth > MAX_DEPTH:
-            self.report(mark, "source-depth", f"nesting deeper than {MAX_DEPTH} levels")
-            self.skipping = 1
-            self.skip_target = (parent, as_key)
+            # Parsing stops here: deep flow nesting makes the pure-Python scanner quadratic.
+            self.report(mark, "source-depth", _DEPTH_MESSAGE)
+            self.stopped = True
             return
         if as_key:
             kind = "mapping" if isinstance(event, MappingStartEvent) else "sequence"
@@ -631,12 +654,6 @@ class _Builder:
         self.stack.append(_Frame(container, path, depth, as_key))
 
     def _end(self) -> None:
-        if self.skipping:
-            self.skipping -= 1
-            if not self.skipping:
-                parent, as_key = self.skip_target
-                self._finish(parent, as_key, None, None)
-            return
         frame = self.stack.pop()
         parent = self.stack[-1] if self.stack else None
         self._finish(parent, frame.as_key, frame.path, frame.container)

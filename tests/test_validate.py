@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import time
 from pathlib import Path
 from typing import Any
 
@@ -694,27 +693,6 @@ def test_json_schema_conversion() -> None:
     assert converted["properties"]["m"]["additionalProperties"] == {"type": "string"}
 
 
-def test_timing_of_ten_thousand_objects(shared: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Measured and printed (run with -s), never asserted."""
-    makers = (cluster_queue, local_queue, resource_flavor, claim_template)
-    objects = []
-    for i in range(2500):
-        for make in makers:
-            body = make()
-            body["metadata"]["name"] = f"{body['metadata']['name']}-{i}"
-            objects.append(rendered(body))
-    run(*objects[:4], crd_dir=crds(shared))
-    start = time.perf_counter()
-    report = validate_objects(
-        objects, kueue_version="v0.19.2", kubernetes_version="1.35", crd_dir=crds(shared)
-    )
-    elapsed = time.perf_counter() - start
-    assert report.findings == ()
-    with capsys.disabled():
-        print(
-            f"\nvalidate_objects: {len(objects)} objects in {elapsed:.2f}s "
-            f"({elapsed / len(objects) * 1e6:.0f} µs each)"
-        )
 
 
 WIDGET_CRD = {
