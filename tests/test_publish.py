@@ -1,0 +1,300 @@
+"""publish with real git: the same repository, a deploy repository behind a bare remote, lost push
+races, stale sources, atomic writes and safe tenant removal."""
+
+from __future__ import annotations
+
+import stat
+import threading
+from pathlib import Path
+
+import git
+import pytest
+import trees
+
+from gputenancy import engine, gitrepo, output, publish
+from gputenancy.cli import main
+
+VISION_8 = "gpu.nvidia.com: {nominal: 8, borrowingLimit: 4, lendingLimit: 4}"
+VISION_6 = "gpu.nvidia.com: {nominal: 6, borrowingLimit: 4, lendingLimit: 4}"
+BOT = ("gputenancy", "gputenancy@users.noreply.github.com")
+
+
+def replace(root: Path, rel: str, old: str, new: str) -> None:
+    path = root / rel
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new, 1))
+
+
+def identify(repo: git.Repo) -> None:
+    with repo.config_writer() as cfg:
+        cfg.set_value("user", "name", "Test Person").set_value("user", "email", "person@example.com")
+
+
+def source(tmp_path: Path, message: str = "example") -> Path:
+    """The example repository content, committed on main with a pinned test identity."""
+    root = trees.example(tmp_path)
+    with git.Repo.init(root, initial_branch="main") as repo:
+        identify(repo)
+        repo.git.add("-A")
+        repo.git.commit("-q", "-m", message)
+    return root
+
+
+def commit(root: Path, message: str) -> str:
+    with git.Repo(root) as repo:
+        repo.git.add("-A", "--", "tenants", "base", "overlays")
+        repo.git.commit("-q", "-m", message)
+        return repo.head.commit.hexsha
+
+
+def head(root: Path) -> str:
+    with git.Repo(root) as repo:
+        return repo.head.commit.hexsha
+
+
+def bare(tmp_path: Path, name: str = "deploy.git") -> Path:
+    with git.Repo.init(tmp_path / name, bare=True, initial_branch="main"):
+        pass
+    return tmp_path / name
+
+
+def tip(remote: Path, branch: str = "main") -> tuple[str, str, dict[str, dict[str, bytes]], int]:
+    """(sha, message, trees under generated/, number of commits) of a branch."""
+    with git.Repo(remote) as repo:
+        c = repo.commit(branch)
+        return (
+            c.hexsha,
+            str(c.message),
+            gitrepo.read_trees_at(c, "generated"),
+            len(list(repo.iter_commits(branch))),
+        )
+
+
+def rendered(root: Path) -> dict[str, dict[str, bytes]]:
+    return {name: dict(c.tree) for name, c in engine.run(root).clusters.items()}
+
+
+def run(root: Path, *args: str) -> int:
+    return main(["--root", str(root), "publish", *args])
+
+
+# ------------------------------------------------------------------------------ the same repository
+
+
+def test_same_repo_commits_only_generated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = source(tmp_path)
+    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+    src = commit(root, "vision: 8 -> 6 H100")
+    (root / "notes.md").write_text("staged, not ours\n")
+    with git.Repo(root) as repo:
+        repo.git.add("notes.md")
+    assert run(root) == 0
+    assert "committed" in capsys.readouterr().out
+    with git.Repo(root) as repo:
+        made = repo.head.commit
+        assert [p.hexsha for p in made.parents] == [src]
+        assert (made.author.name, made.author.email) == BOT and (
+            made.committer.name,
+            made.committer.email,
+        ) == BOT
+        assert list(made.stats.files) == ["generated/prod/clusterqueue/vision.yaml"]
+        lines = str(made.message).splitlines()
+        assert lines[0] == "gputenancy: prod: 1 changed (vision)" and lines[1] == ""
+        assert "prod ClusterQueue vision: nvidia.com/gpu nominalQuota on flavor h100: 8 → 6" in made.message
+        assert lines[-2:] == [f"Source-Repository: {root}", f"Source-Commit: {src}"]
+        assert repo.git.status("--porcelain").splitlines() == ["A  notes.md"]  # the user's index is kept
+    assert output.read_tree(root / "generated/prod") == rendered(root)["prod"]
+    assert run(root) == 0  # idempotent: nothing changed, no commit
+    assert "nothing to publish" in capsys.readouterr().out
+    assert head(root) == made.hexsha
+
+
+def test_uncommitted_inputs_are_refused_unless_dry_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = source(tmp_path)
+    before, files = head(root), output.read_tree(root / "generated")
+    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+    assert run(root) == 1
+    out = capsys.readouterr().out
+    assert "uncommitted changes under tenants, base, overlays" in out and "tenants/vision.yaml" in out
+    assert run(root, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "dry run: would commit to main of" in out and "gputenancy: prod: 1 changed (vision)" in out
+    assert f"Source-Commit: {before}" in out
+    assert head(root) == before and output.read_tree(root / "generated") == files
+
+
+def test_interrupted_write_leaves_the_directory_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = source(tmp_path)
+    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+    commit(root, "vision: 8 -> 6 H100")
+    before, files = head(root), output.read_tree(root / "generated")
+    real_fill = output._fill
+
+    def failing_fill(directory: Path, tree: dict[str, bytes]) -> None:
+        real_fill(directory, dict(list(tree.items())[:3]))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(output, "_fill", failing_fill)
+    assert run(root) == 1
+    assert output.read_tree(root / "generated") == files
+    assert not [p for p in (root / "generated").iterdir() if p.name.startswith(".")]
+    assert head(root) == before
+
+
+def test_tenant_removal_refused_until_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = source(tmp_path)
+    (root / "tenants/speech.yaml").unlink()
+    before = commit(root, "speech leaves")
+    assert run(root) == 1
+    assert "tenant 'speech'" in capsys.readouterr().out and head(root) == before
+    assert run(root, "--allow-delete") == 0
+    assert not (root / "generated/prod/clusterqueue/speech.yaml").exists()
+    with git.Repo(root) as repo:
+        assert "generated/prod/clusterqueue/speech.yaml" in repo.head.commit.stats.files
+        assert repo.head.commit.message.startswith("gputenancy: prod: 5 removed (speech)")
+
+
+def test_tenant_removal_after_drain(tmp_path: Path) -> None:
+    root = source(tmp_path)
+    replace(root, "tenants/speech.yaml", "cohort: research", "state: draining\ncohort: research")
+    commit(root, "drain speech")
+    assert run(root) == 0
+    assert "stopPolicy: HoldAndDrain" in (root / "generated/prod/clusterqueue/speech.yaml").read_text()
+    (root / "tenants/speech.yaml").unlink()
+    commit(root, "speech leaves")
+    assert run(root) == 0
+    assert not (root / "generated/prod/localqueue/speech").exists()
+
+
+# ------------------------------------------------------------------------------- a deploy repository
+
+
+def test_deploy_branch_created_then_idempotent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, remote = source(tmp_path), bare(tmp_path)
+    src = head(root)
+    assert run(root, "--repo", str(remote), "--branch", "env/all") == 0
+    sha, message, published, count = tip(remote, "env/all")
+    assert count == 1 and published == rendered(root)
+    counts = {name: len(tree) for name, tree in published.items()}
+    lab, prod = f"lab: {counts['lab']} added (sandbox)", f"prod: {counts['prod']} added (nlp, speech, vision)"
+    title = f"gputenancy: {lab}; {prod}"
+    assert message.startswith(title + "\n\n")
+    assert message.endswith(f"Source-Repository: {root}\nSource-Commit: {src}\n")
+    with git.Repo(remote) as repo:
+        files = {str(b.path) for b in repo.commit("env/all").tree.traverse() if isinstance(b, git.Blob)}
+        assert all(f.startswith("generated/") for f in files)
+        c = repo.commit("env/all")
+        assert (c.author.name, c.committer.email) == BOT[:1] + BOT[1:]
+    assert run(root, "--repo", str(remote), "--branch", "env/all") == 0
+    assert "already published from this source commit" in capsys.readouterr().out
+    assert tip(remote, "env/all")[0] == sha  # no second commit
+    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+    commit(root, "vision: 8 -> 6 H100")
+    assert run(root, "--repo", str(remote), "--branch", "env/all", "--message-title", "lower vision") == 0
+    new_sha, message, published, count = tip(remote, "env/all")
+    assert count == 2 and message.startswith("lower vision\n\n") and published == rendered(root)
+    with git.Repo(remote) as repo:
+        assert repo.commit(new_sha).parents[0].hexsha == sha
+
+
+def test_deploy_path_and_one_cluster(tmp_path: Path) -> None:
+    root, remote = source(tmp_path), bare(tmp_path)
+    assert run(root, "--repo", str(remote), "--cluster", "prod", "--path", "clusters") == 0
+    with git.Repo(remote) as repo:
+        c = repo.commit("main")  # the remote had no default branch yet: main
+        assert gitrepo.read_trees_at(c, "clusters") == {"prod": rendered(root)["prod"]}
+    assert run(root, "--repo", str(remote), "--path", "../escape") == 1
+
+
+def test_dry_run_pushes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, remote = source(tmp_path), bare(tmp_path)
+    assert run(root, "--repo", str(remote), "--dry-run") == 0
+    assert "dry run: would commit to main of" in capsys.readouterr().out
+    with git.Repo(remote) as repo:
+        assert not repo.heads
+
+
+def test_stale_source_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, remote = source(tmp_path), bare(tmp_path)
+    older = head(root)
+    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+    newer = commit(root, "vision: 8 -> 6 H100")
+    with git.Repo.clone_from(root, tmp_path / "old-checkout") as clone:
+        clone.git.checkout("-q", older)
+    assert run(root, "--repo", str(remote)) == 0
+    published = tip(remote)
+    assert run(tmp_path / "old-checkout", "--repo", str(remote)) == 1
+    out = capsys.readouterr().out
+    assert f"stale: main was already published from source commit {newer}" in out and "nothing pushed" in out
+    assert tip(remote) == published
+
+
+def test_unknown_source_commit_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, remote = source(tmp_path / "a"), bare(tmp_path)
+    assert run(root, "--repo", str(remote)) == 0
+    published = tip(remote)
+    other = source(tmp_path / "b", "another history")  # its commits cannot be ordered against ours
+    assert run(other, "--repo", str(remote)) == 1
+    assert "which this repository does not have" in capsys.readouterr().out
+    assert tip(remote) == published
+
+
+def test_racing_publishes_the_newer_wins(tmp_path: Path) -> None:
+    """Two publishes from successive source commits push at the same moment (a pre-receive hook holds
+    each push until both arrived): one loses the race, fetches, re-plans and retries or steps back."""
+    root, remote = source(tmp_path), bare(tmp_path)
+    older = head(root)
+    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+    newer = commit(root, "vision: 8 -> 6 H100")
+    checkouts = {}
+    for name, sha in (("older", older), ("newer", newer)):
+        with git.Repo.clone_from(root, tmp_path / name) as clone:
+            clone.git.checkout("-q", sha)
+        checkouts[name] = tmp_path / name
+    arrived = tmp_path / "arrived"
+    arrived.mkdir()
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        f'touch "{arrived}/push.$$"\n'
+        "n=0\n"
+        f'while [ "$(ls "{arrived}" | wc -l)" -lt 2 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done\n'
+    )
+    hook.chmod(hook.stat().st_mode | stat.S_IEXEC)
+    outcomes: dict[str, publish.Outcome | BaseException] = {}
+
+    def go(name: str) -> None:
+        try:
+            outcomes[name] = publish.publish(checkouts[name], repo=str(remote), backoff=0.05)
+        except BaseException as exc:  # reported below
+            outcomes[name] = exc
+
+    threads = [threading.Thread(target=go, args=(name,)) for name in checkouts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    statuses = {name: getattr(o, "status", repr(o)) for name, o in outcomes.items()}
+    assert statuses["newer"] == "pushed", statuses
+    assert statuses["older"] in ("pushed", "superseded"), statuses
+    assert len(list(arrived.iterdir())) >= 2  # both pushes met at the hook
+    sha, message, published, count = tip(remote)
+    assert gitrepo.trailer(message, "Source-Commit") == newer
+    assert published == rendered(checkouts["newer"])
+    if statuses["older"] == "pushed":  # the older won the race: the newer built on top of it
+        assert count == 2 and len(list(arrived.iterdir())) == 3
+    else:
+        assert count == 1
+
+
+def test_public_url_drops_credentials() -> None:
+    assert (
+        gitrepo.public_url("https://x-access-token:s3cr3t@github.com/acme/deploy.git")
+        == "https://github.com/acme/deploy.git"
+    )
+    assert gitrepo.public_url("git@github.com:acme/deploy.git") == "git@github.com:acme/deploy.git"
+    assert gitrepo.trailer("t\n\nSource-Commit: abc\nSource-Commit: def\n", "Source-Commit") == "def"
