@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gputenancy import engine, output, report, rules
+from gputenancy import engine, output, report, rules, spec
 from gputenancy.findings import PipelineError, Severity
 
 
@@ -41,7 +41,77 @@ def _parser() -> argparse.ArgumentParser:
     common(sub.add_parser("render", help="write generated/<cluster>/"))
     common(sub.add_parser("check", help="exit 1 when generated/ differs from what render would write"))
     sub.add_parser("rules", help="print the documentation of every rule")
+    _plan_parsers(sub)
+    pc = sub.add_parser("pr-comment", help="create or update the sticky plan comment on a pull request")
+    pc.add_argument("--body-file", type=Path, required=True, help="Markdown body (e.g. plan.md)")
+    pc.add_argument("--repo", help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
+    pc.add_argument("--pr", type=int, help="pull request number (default: from $GITHUB_EVENT_PATH)")
+    js = sub.add_parser("job-summary", help="append a Markdown file to the GitHub Actions job summary")
+    js.add_argument("--body-file", type=Path, required=True, help="Markdown body (e.g. plan.md)")
     return p
+
+
+def _plan_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    for name, what in (
+        ("plan", "compare the render with what Argo CD syncs: exit 0 none, 2 changes, 1 errors"),
+        ("publish", "render, plan, then commit the changes to the Argo-synced directory"),
+    ):
+        sp = sub.add_parser(name, help=what)
+        sp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
+        sp.add_argument(
+            "--schemas", type=Path, default=None, help="Kueue CRDs directory (env GPUTENANCY_SCHEMAS)"
+        )
+        sp.add_argument(
+            "--allow-delete", action="store_true", help="delete queues of tenants that were not drained"
+        )
+    plan_p, publish_p = sub.choices["plan"], sub.choices["publish"]
+    plan_p.add_argument(
+        "--against", help="DIR of <cluster>/ trees or GIT-REF (default: generated/ of the work tree)"
+    )
+    plan_p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    plan_p.add_argument("--output", type=Path, default=None, help="write the plan to FILE instead of stdout")
+    publish_p.add_argument("--repo", help="deploy repository URL or PATH (default: this repository)")
+    publish_p.add_argument("--branch", help="deploy branch (default: the deploy repository's default branch)")
+    publish_p.add_argument(
+        "--path", default=output.GENERATED, help="directory of <cluster>/ trees (default: generated)"
+    )
+    publish_p.add_argument(
+        "--dry-run", action="store_true", help="write nothing; print what would be committed"
+    )
+    publish_p.add_argument("--message-title", help="first line of the commit message")
+
+
+def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -> int:
+    import os
+
+    from gputenancy import plan, publish
+
+    if args.command == "plan":
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        return plan.command(
+            root,
+            cluster=args.cluster,
+            against=args.against,
+            schemas=schemas,
+            fmt=args.format,
+            output_file=args.output,
+            allow_delete=args.allow_delete,
+            color=color,
+            findings_format=report.default_format(),
+            emit=sys.stdout.write,
+        )
+    return publish.command(
+        root,
+        cluster=args.cluster,
+        schemas=schemas,
+        repo=args.repo,
+        branch=args.branch,
+        path=args.path,
+        dry_run=args.dry_run,
+        allow_delete=args.allow_delete,
+        message_title=args.message_title,
+        emit=sys.stdout.write,
+    )
 
 
 def _schemas(arg: Path | None) -> Path | None:
@@ -93,15 +163,79 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
             for d in output.diff_paths(tree, output.read_tree(parent / name))
         ]
         differences += [f"{name}: - (whole cluster directory)" for name in stale_dirs]
+        stale = _stale_files(root, _derived_files(result.model))
         if differences:
             print("generated/ is out of date; run `python pipeline.py render`:")
             print("\n".join(f"  {d}" for d in differences))
+        if stale:
+            print("files rendered from the inputs are out of date; run `python pipeline.py render`:")
+            print("\n".join(f"  {d}" for d in stale))
+        if differences or stale:
             return 1
         print(f"generated/ is up to date ({sum(len(t) for t in trees.values())} files)")
         return 0
     changed = output.write_trees(parent, trees, prune=cluster is None)
+    changed += _write_files(root, _derived_files(result.model))
     print(f"rendered {sum(len(t) for t in trees.values())} files; changed: {', '.join(changed) or 'nothing'}")
     return 0
+
+
+def _derived_files(model: spec.Model) -> dict[str, bytes | None]:
+    """Files outside generated/ rendered from the inputs: CODEOWNERS and the Argo CD ApplicationSet.
+    None means the file should not exist (removed only when the pipeline wrote it)."""
+    from gputenancy import appset, ownership
+
+    text = appset.render(model)
+    return {
+        ownership.PATH: ownership.codeowners(model).encode(),
+        appset.PATH: text.encode() if text is not None else None,
+    }
+
+
+def _generated_by_us(path: Path) -> bool:
+    from gputenancy import appset
+
+    return path.is_file() and path.read_bytes().startswith(appset.HEADER.encode())
+
+
+def _stale_files(root: Path, files: dict[str, bytes | None]) -> list[str]:
+    out = []
+    for rel, want in sorted(files.items()):
+        path = root / rel
+        if want is None:
+            out += [f"- {rel}"] if _generated_by_us(path) else []
+        elif not path.is_file():
+            out.append(f"+ {rel}")
+        elif path.read_bytes() != want:
+            out.append(f"~ {rel}")
+    return out
+
+
+def _write_files(root: Path, files: dict[str, bytes | None]) -> list[str]:
+    """Write (atomically: temporary file + rename) or remove each stale file; returns what changed."""
+    import os
+    import tempfile
+
+    changed = []
+    for line in _stale_files(root, files):
+        rel = line[2:]
+        path = root / rel
+        want = files[rel]
+        if want is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(want)
+                os.chmod(tmp, 0o644)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        changed.append(rel)
+    return changed
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,8 +244,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "rules":
             sys.stdout.write(rules.documentation())
             return 0
+        if args.command in ("pr-comment", "job-summary"):
+            import os
+
+            from gputenancy import github
+
+            if args.command == "pr-comment":
+                return github.cmd_pr_comment(args.body_file, args.repo, args.pr, os.environ)
+            return github.cmd_job_summary(args.body_file, os.environ)
         root = args.root.resolve()
         schemas = _schemas(args.schemas)
+        if args.command in ("plan", "publish"):
+            return _plan_commands(args, root, schemas)
         if args.command == "validate":
             return cmd_validate(root, args.cluster, schemas, args.format)
         return cmd_render(root, args.cluster, schemas, args.format, check=args.command == "check")
@@ -119,5 +263,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_findings(exc.findings, getattr(args, "format", None))
         return 1 if any(f.severity is Severity.ERROR for f in exc.findings) else 0
     except OSError as exc:
-        print(f"error: {exc.strerror or exc}: {exc.filename or ''} (nothing was changed)".rstrip(), file=sys.stderr)
+        print(
+            f"error: {exc.strerror or exc}: {exc.filename or ''} (nothing was changed)".rstrip(),
+            file=sys.stderr,
+        )
         return 1
+
+
+def main_entry() -> None:
+    """The `gputenancy` console script (pre-commit hooks run it): `gputenancy <command>`."""
+    raise SystemExit(main())

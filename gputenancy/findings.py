@@ -7,7 +7,7 @@ import enum
 from collections.abc import Iterable
 
 
-class Severity(str, enum.Enum):
+class Severity(enum.StrEnum):
     ERROR = "error"
     WARNING = "warning"
     NOTE = "note"

@@ -120,12 +120,34 @@ class Cohort:
 
 
 @dataclasses.dataclass(frozen=True)
+class ArgoCD:
+    """Where Argo CD reads the generated tree (`argocd:` in base/platform.yaml)."""
+
+    repo_url: str
+    target_revision: str
+    project: str
+    namespace: str
+    path: str
+    origin: Origin
+
+
+@dataclasses.dataclass(frozen=True)
+class Destination:
+    """A cluster's Argo CD destination (`argocd:` in cluster.yaml): a server URL or a cluster name."""
+
+    server: str | None
+    name: str | None
+
+
+@dataclasses.dataclass(frozen=True)
 class Platform:
     path: str
     device_classes: Mapping[str, DeviceClassEntry]
     flavors: Mapping[str, Flavor]
     cohorts: Mapping[str, Cohort]
     kueue_config: Document
+    owners: tuple[str, ...] = ()
+    argocd: ArgoCD | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +185,7 @@ class Cluster:
     overcommit: bool
     document: Document
     origin: Origin
+    destination: Destination | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,14 +214,23 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema(name))
 
 
+_PATTERNS = {
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a DNS label is lower-case letters, digits and '-', starting and ending "
+    "with a letter or digit, at most 63 characters",
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$": "a DNS subdomain is DNS labels joined by '.'",
+    "^@[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$": "owners are GitHub @user or @org/team",
+}
+
+
 def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "oneOf" and isinstance(error.instance, dict | list | bool):
         return f"expected a quantity or a mapping with nominal/borrowingLimit/lendingLimit, got {error.instance!r}"
     if error.validator == "oneOf":
         return f"{error.instance!r} is not a valid quantity or amount"
     if error.validator == "pattern":
-        return f"{error.instance!r} is not valid here (must match {error.validator_value})"
-    return error.message
+        what = _PATTERNS.get(str(error.validator_value), f"must match {error.validator_value}")
+        return f"{error.instance!r} is not valid: {what}"
+    return str(error.message)
 
 
 def check_schema(doc: Document, name: str, rule: str) -> list[Finding]:
@@ -244,6 +276,10 @@ class _Collector:
         self, doc: Document, path: tuple[str | int, ...], value: Any, rule: str
     ) -> quantity.Quantity:
         try:
+            if isinstance(value, str) and not any(ch.isdigit() for ch in value):
+                raise quantity.QuantityError(
+                    f'{value!r} is not a Kubernetes quantity (no digits); write a number such as 4, "500m" or 256Gi'
+                )
             q = quantity.parse(value)
         except quantity.QuantityError as exc:
             self.add(doc.origin(*path), rule, f"{_dotted(path)}: {exc}")
@@ -413,7 +449,18 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
             )
     if c.findings:
         raise PipelineError(c.findings)
-    return Platform(doc.path, classes, flavors, cohorts, kueue_config)
+    argocd = None
+    if "argocd" in d:
+        a = d["argocd"]
+        argocd = ArgoCD(
+            repo_url=a["repoURL"],
+            target_revision=a.get("targetRevision", "HEAD"),
+            project=a.get("project", "default"),
+            namespace=a.get("namespace", "argocd"),
+            path=a.get("path", "generated").strip("/"),
+            origin=doc.key_origin("argocd"),
+        )
+    return Platform(doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd)
 
 
 def build_cluster(doc: Document, directory: str) -> Cluster:
@@ -491,6 +538,9 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         overcommit=bool(d.get("overcommit", False)),
         document=doc,
         origin=doc.origin("name"),
+        destination=Destination(d["argocd"].get("server"), d["argocd"].get("name"))
+        if "argocd" in d
+        else None,
     )
 
 
@@ -523,9 +573,23 @@ def load_model(root: Path, *, cluster: str | None = None) -> tuple[Model, list[F
     platform = _load_platform(root, findings)
     clusters = _load_clusters(root, cluster, findings)
     tenants = _load_tenants(root, findings)
-    platform_broken = any(f.severity is Severity.ERROR and not f.path.startswith("tenants/") for f in findings)
+    platform_broken = any(
+        f.severity is Severity.ERROR and not f.path.startswith("tenants/") for f in findings
+    )
     if platform is None or platform_broken:
-        raise PipelineError(findings or [Finding("base/platform.yaml", 0, 0, Severity.ERROR, "platform-missing", "base/platform.yaml is required")])
+        raise PipelineError(
+            findings
+            or [
+                Finding(
+                    "base/platform.yaml",
+                    0,
+                    0,
+                    Severity.ERROR,
+                    "platform-missing",
+                    "base/platform.yaml is required",
+                )
+            ]
+        )
     return Model(root, platform, clusters, tuple(tenants)), findings
 
 
@@ -638,10 +702,12 @@ def all_config_files(root: Path) -> Iterable[Path]:
 
 __all__ = [
     "Amount",
+    "ArgoCD",
     "Capacity",
     "ClaimTemplate",
     "Cluster",
     "Cohort",
+    "Destination",
     "DeviceClassEntry",
     "Flavor",
     "FlavorBudget",
