@@ -44,11 +44,7 @@ class KueueConfig:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
     def origin_of(self, path: FieldPath) -> Origin:
-        for n in range(len(path), 0, -1):
-            found = self.field_origins.get(tuple(path[:n]))
-            if found is not None:
-                return found
-        return self.origin
+        return _longest(self.field_origins, tuple(path), self.origin)
 
 
 def dump(body: Mapping[str, Any]) -> str:
@@ -119,10 +115,7 @@ def build(model: Model, cluster: Cluster, catalog: Catalog) -> tuple[KueueConfig
     for i, m in enumerate(existing):
         for cls in m.get("deviceClassNames") or []:
             if cls in claimed:
-                here = origins.get(
-                    ("resources", "deviceClassMappings"),
-                    base_doc.origin("resources", "deviceClassMappings", i),
-                )
+                here = _longest(origins, ("resources", "deviceClassMappings", i), base_doc.origin())
                 cat = catalog.classes[cls].origin
                 findings.append(
                     here.finding(
@@ -141,6 +134,14 @@ def build(model: Model, cluster: Cluster, catalog: Catalog) -> tuple[KueueConfig
                 origins[("resources", "deviceClassMappings", i)] = o
     config = KueueConfig(cluster.name, body, origins, base_doc.origin())
     return config, findings
+
+
+def _longest(origins: Mapping[FieldPath, Origin], path: FieldPath, default: Origin) -> Origin:
+    for n in range(len(path), 0, -1):
+        found = origins.get(path[:n])
+        if found is not None:
+            return found
+    return default
 
 
 def _record_all(data: Any, path: FieldPath, origins: dict[FieldPath, Origin], origin_of: Any) -> None:

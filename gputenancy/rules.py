@@ -115,17 +115,20 @@ def namespace_owner(model: Model, catalog: Catalog) -> Iterator[Finding]:
     Passes: team-a owns a-train, team-b owns b-train.
     Fails: team-a and team-b both list namespace shared.
     """
-    owner: dict[str, tuple[Tenant, Origin]] = {}
+    claims: dict[str, list[tuple[Tenant, Origin]]] = defaultdict(list)
     for t in model.tenants:
         for ns, origin in t.namespaces:
-            if ns in owner and owner[ns][0].name != t.name:
-                first_t, first_o = owner[ns]
-                yield _err(
-                    origin,
-                    "namespace-owner",
-                    f"namespace {ns!r} already belongs to tenant {first_t.name!r} ({first_t.path}:{first_o.line})",
-                )
-            owner.setdefault(ns, (t, origin))
+            claims[ns].append((t, origin))
+    for ns, owners in claims.items():
+        if len({t.name for t, _ in owners}) < 2:
+            continue
+        for t, origin in owners:
+            others = ", ".join(f"{o.name!r} ({o.path}:{oo.line})" for o, oo in owners if o.name != t.name)
+            yield _err(
+                origin,
+                "namespace-owner",
+                f"namespace {ns!r} is also claimed by tenant {others}; a namespace belongs to one tenant",
+            )
 
 
 @rule("cluster-unknown")
@@ -185,7 +188,7 @@ def flavor_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
     Passes: flavor: h100 on prod whose capacity lists h100.
     Fails: flavor: h100 on lab, whose capacity lists only t4.
     """
-    for t, cluster, fb in _budgets(model):
+    for _, cluster, fb in _budgets(model):
         if fb.flavor not in model.platform.flavors:
             yield _err(
                 fb.origin,
@@ -514,8 +517,31 @@ def capacity_by_flavor(cluster: Cluster, catalog: Catalog) -> dict[tuple[str, st
     return out
 
 
+def contributions(
+    model: Model, cluster: Cluster, catalog: Catalog
+) -> dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]]:
+    """Who budgets what, per (flavor, quota resource) on a cluster."""
+    out: dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]] = defaultdict(list)
+    for t in model.tenants_on(cluster.name):
+        for fb in t.budget_for(cluster.name) or ():
+            for name, amount in fb.devices:
+                entry = catalog.classes.get(name)
+                if entry is not None:
+                    out[(fb.flavor, entry.resource)].append((t, amount.nominal, amount.origin))
+            for name, amount in fb.resources:
+                out[(fb.flavor, name)].append((t, amount.nominal, amount.origin))
+    return out
+
+
+def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5) -> str:
+    ranked = sorted(parts, key=lambda p: p[1], reverse=True)
+    shown = ", ".join(f"{t.name} {q.canonical()} ({o.path}:{o.line})" for t, q, o in ranked[:most])
+    return shown + (f" and {len(ranked) - most} more" if len(ranked) > most else "")
+
+
 def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Finding]:
     have = capacity_by_flavor(cluster, catalog)
+    who = contributions(model, cluster, catalog)
     for (flavor, resource), used in sorted(usage_by_flavor(model, cluster, catalog).items()):
         cap = have.get((flavor, resource))
         if cap is None:
@@ -539,7 +565,7 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
                 cap[1].col,
                 sev,
                 "capacity",
-                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {used.canonical()} exceeds capacity {cap[0].canonical()}{note}",
+                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {used.canonical()} exceeds capacity {cap[0].canonical()}{note}: {_who(who[(flavor, resource)])}",
             )
 
 

@@ -12,7 +12,9 @@ import trees
 from gputenancy import output
 from gputenancy.cli import main
 
-LOCATED = re.compile(r"^(?P<path>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error: .+ \((?P<rule>[a-z0-9-]+)\)$", re.M)
+LOCATED = re.compile(
+    r"^(?P<path>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error: .+ \((?P<rule>[a-z0-9-]+)\)$", re.M
+)
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -45,11 +47,17 @@ def test_render_removes_stale_files_and_clusters(tmp_path: Path) -> None:
     assert (root / "generated/prod/clusterqueue/vision.yaml").exists()
 
 
-def test_broken_tenant_exit_1_located_nothing_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_tenant_exit_1_located_nothing_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = trees.example(tmp_path)
     before = snapshot(root)
     path = root / "tenants/vision.yaml"
-    path.write_text(path.read_text().replace("lendingLimit: 4}", "lendingLimit: 40}", 1).replace("cohort: research", "cohort: nope"))
+    path.write_text(
+        path.read_text()
+        .replace("lendingLimit: 4}", "lendingLimit: 40}", 1)
+        .replace("cohort: research", "cohort: nope")
+    )
     for command in ("validate", "render", "check"):
         assert main(["--root", str(root), command]) == 1
         out = capsys.readouterr().out
@@ -61,13 +69,17 @@ def test_broken_tenant_exit_1_located_nothing_written(tmp_path: Path, capsys: py
     assert snapshot(root) == before
 
 
-def test_findings_as_github_annotations_under_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_findings_as_github_annotations_under_actions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = trees.example(tmp_path)
     trees.edit(root, "tenants/vision.yaml", lambda d: d.update(cohort="nope"))
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     assert main(["--root", str(root), "validate"]) == 1
     out = capsys.readouterr().out
-    assert re.search(r"^::error file=tenants/vision.yaml,line=\d+,col=\d+,title=cohort-unknown::cohort 'nope'", out, re.M), out
+    assert re.search(
+        r"^::error file=tenants/vision.yaml,line=\d+,col=\d+,title=cohort-unknown::cohort 'nope'", out, re.M
+    ), out
 
 
 def test_findings_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -91,9 +103,15 @@ def test_render_one_cluster_leaves_the_others(tmp_path: Path) -> None:
     assert (root / "generated/prod/extra.yaml").exists()
 
 
-def test_interrupted_write_leaves_generated_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_write_leaves_generated_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = trees.example(tmp_path)
-    trees.edit(root, "tenants/speech.yaml", lambda d: d["budgets"]["default"][0]["devices"].update({"gpu.nvidia.com": 1}))
+    trees.edit(
+        root,
+        "tenants/speech.yaml",
+        lambda d: d["budgets"]["default"][0]["devices"].update({"gpu.nvidia.com": 1}),
+    )
     before = snapshot(root)
     written = []
     real_fill = output._fill
@@ -110,7 +128,9 @@ def test_interrupted_write_leaves_generated_as_it_was(tmp_path: Path, monkeypatc
     assert not [p for p in (root / "generated").iterdir() if p.name.startswith(".")]
 
 
-def test_no_kustomize_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_kustomize_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = trees.example(tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     assert main(["--root", str(root), "validate"]) == 1

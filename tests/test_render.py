@@ -38,7 +38,9 @@ def test_render_twice_is_byte_identical(tmp_path: Path) -> None:
     root = trees.example(tmp_path, generated=False)
     first = engine.run(root)
     second = engine.run(root)
-    assert {n: dict(c.tree) for n, c in first.clusters.items()} == {n: dict(c.tree) for n, c in second.clusters.items()}
+    assert {n: dict(c.tree) for n, c in first.clusters.items()} == {
+        n: dict(c.tree) for n, c in second.clusters.items()
+    }
 
 
 def test_sharded_build_is_identical_to_one_build(tmp_path: Path) -> None:
@@ -56,7 +58,9 @@ def test_sharded_build_is_identical_to_one_build(tmp_path: Path) -> None:
 
 def test_tenant_component_applies_to_tenant_objects(result: engine.Result) -> None:
     tree = dict(result.clusters["prod"].tree)
-    for doc in docs(tree, "clusterqueue/") + docs(tree, "resourceclaimtemplate/") + docs(tree, "resourceflavor/"):
+    for doc in (
+        docs(tree, "clusterqueue/") + docs(tree, "resourceclaimtemplate/") + docs(tree, "resourceflavor/")
+    ):
         assert doc["metadata"]["labels"]["gputenancy.io/cluster"] == "prod"
     flavor = yaml.safe_load(tree["resourceflavor/h100.yaml"])
     assert flavor["spec"]["nodeLabels"]["cloud.google.com/gke-nodepool"] == "h100-pool"  # overlay patch
@@ -66,15 +70,21 @@ def test_lab_cluster_reference_setup(result: engine.Result) -> None:
     tree = dict(result.clusters["lab"].tree)
     (cq,) = docs(tree, "clusterqueue/")
     assert cq["spec"]["resourceGroups"][0]["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
-    gpu = [r for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "nvidia.com/gpu"]
+    gpu = [
+        r for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "nvidia.com/gpu"
+    ]
     assert gpu == [{"name": "nvidia.com/gpu", "nominalQuota": "1"}]
     rct = yaml.safe_load(tree["resourceclaimtemplate/sandbox/single-gpu.yaml"])
     exactly = rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly == {"allocationMode": "ExactCount", "count": 1, "deviceClassName": "gpu.nvidia.com"}
     (app,) = docs(tree, "application/")
     assert app["spec"]["source"]["targetRevision"] == "0.18.1"
-    config = yaml.safe_load(app["spec"]["source"]["helm"]["valuesObject"]["managerConfig"]["controllerManagerConfigYaml"])
-    assert config["resources"]["deviceClassMappings"] == [{"name": "nvidia.com/gpu", "deviceClassNames": ["gpu.nvidia.com"]}]
+    config = yaml.safe_load(
+        app["spec"]["source"]["helm"]["valuesObject"]["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    assert config["resources"]["deviceClassMappings"] == [
+        {"name": "nvidia.com/gpu", "deviceClassNames": ["gpu.nvidia.com"]}
+    ]
     assert config["waitForPodsReady"]["timeout"] == "10m"
     assert "featureGates" not in config
 
@@ -85,9 +95,14 @@ def test_chain_claim_template_to_mapping_to_cluster_queue(result: engine.Result)
     for name, cluster in result.clusters.items():
         tree = dict(cluster.tree)
         config = _config(tree)
-        mapped = {c: m["name"] for m in config["resources"]["deviceClassMappings"] for c in m["deviceClassNames"]}
+        mapped = {
+            c: m["name"] for m in config["resources"]["deviceClassMappings"] for c in m["deviceClassNames"]
+        }
         queues = {d["metadata"]["namespace"]: d["spec"]["clusterQueue"] for d in docs(tree, "localqueue/")}
-        covered = {d["metadata"]["name"]: set(d["spec"]["resourceGroups"][0]["coveredResources"]) for d in docs(tree, "clusterqueue/")}
+        covered = {
+            d["metadata"]["name"]: set(d["spec"]["resourceGroups"][0]["coveredResources"])
+            for d in docs(tree, "clusterqueue/")
+        }
         rcts = docs(tree, "resourceclaimtemplate/")
         assert rcts, name
         for rct in rcts:
@@ -101,7 +116,9 @@ def _config(tree: dict[str, bytes]) -> dict[str, Any]:
         loaded: dict[str, Any] = yaml.safe_load(doc["data"]["controller_manager_config.yaml"])
         return loaded
     (app,) = docs(tree, "application/")
-    loaded = yaml.safe_load(app["spec"]["source"]["helm"]["valuesObject"]["managerConfig"]["controllerManagerConfigYaml"])
+    loaded = yaml.safe_load(
+        app["spec"]["source"]["helm"]["valuesObject"]["managerConfig"]["controllerManagerConfigYaml"]
+    )
     return loaded
 
 
@@ -133,9 +150,15 @@ def test_config_change_rolls_the_deployment_and_nothing_else_does(tmp_path: Path
         return value
 
     before = checksum()
-    trees.edit(root, "tenants/speech.yaml", lambda d: d["budgets"]["default"][0]["devices"].update({"gpu.nvidia.com": 1}))
+    trees.edit(
+        root,
+        "tenants/speech.yaml",
+        lambda d: d["budgets"]["default"][0]["devices"].update({"gpu.nvidia.com": 1}),
+    )
     assert checksum() == before  # a budget change is not a configuration change
-    trees.edit(root, "overlays/prod/cluster.yaml", lambda d: d["kueue"]["config"]["clientConnection"].update(qps=200))
+    trees.edit(
+        root, "overlays/prod/cluster.yaml", lambda d: d["kueue"]["config"]["clientConnection"].update(qps=200)
+    )
     assert checksum() != before
 
 
@@ -145,7 +168,9 @@ def test_claim_template_selectors_cannot_inject_yaml(tmp_path: Path) -> None:
     trees.edit(root, "tenants/speech.yaml", lambda d: d["claimTemplates"][0].update(selectors=[hostile]))
     model, _ = load_model(root)
     catalog = rules.effective_catalog(model)
-    objects = render.render_tenant(next(t for t in model.tenants if t.name == "speech"), model.clusters["prod"], catalog)
+    objects = render.render_tenant(
+        next(t for t in model.tenants if t.name == "speech"), model.clusters["prod"], catalog
+    )
     rct = next(o for o in objects if o.key.kind == "ResourceClaimTemplate" and o.key.name == "gpu")
     exactly = rct.body["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly["selectors"] == [{"cel": {"expression": hostile}}]
@@ -165,10 +190,69 @@ def test_missing_platform_layer_reference_is_a_clear_error(tmp_path: Path) -> No
 
 def test_kustomize_failure_shows_command_and_stderr(tmp_path: Path) -> None:
     root = trees.example(tmp_path, generated=False)
-    (root / "overlays/lab/kustomization.yaml").write_text("resources:\n  - ../../base\n  - _platform\n  - missing.yaml\n")
+    (root / "overlays/lab/kustomization.yaml").write_text(
+        "resources:\n  - ../../base\n  - _platform\n  - missing.yaml\n"
+    )
     result = engine.run(root, cluster="lab")
     assert result.failed
     (finding,) = [f for f in result.findings if f.rule == "kustomize"]
     assert finding.path == "overlays/lab/kustomization.yaml"
     assert "kustomize overlays/lab" in finding.message and "missing.yaml" in finding.message
     assert "/tmp" not in finding.message
+
+
+def test_examples_validate_against_upstream_schemas_with_zero_findings(shared: Path) -> None:
+    """The committed examples against the Kueue CRDs (schema + CEL) of each cluster's Kueue version,
+    Kueue's webhook and configuration rules and Kubernetes' resource.k8s.io/v1 schemas."""
+    result = engine.run(REPO, schemas=shared)
+    assert [f.format() for f in result.findings] == []
+    assert not [n for n in result.notes if "skipped" in n]
+
+
+def test_rendered_object_findings_point_back_to_the_tenant_line(tmp_path: Path, shared: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    trees.edit(
+        root,
+        "tenants/speech.yaml",
+        lambda d: d["claimTemplates"][0].update(selectors=["device.attributes[ == "]),
+    )
+    result = engine.run(root, schemas=shared, cluster="prod")
+    (finding,) = [f for f in result.findings if f.rule == "dra-cel-selector"]
+    assert finding.path == "tenants/speech.yaml"
+    lines = (root / "tenants/speech.yaml").read_text().splitlines()
+    assert "name: gpu" in lines[finding.line - 1]
+
+
+def test_mapping_in_the_configuration_conflicting_with_the_catalog(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    trees.edit(
+        root,
+        "overlays/prod/cluster.yaml",
+        lambda d: d["kueue"]["config"].update(
+            resources={
+                "deviceClassMappings": [{"name": "example.com/gpu", "deviceClassNames": ["gpu.nvidia.com"]}]
+            }
+        ),
+    )
+    result = engine.run(root, cluster="prod")
+    (finding,) = [f for f in result.findings if f.rule == "mapping-conflict"]
+    assert finding.path == "overlays/prod/cluster.yaml" and finding.line > 0
+    assert (
+        "base/platform.yaml:" in finding.message
+        and "'example.com/gpu'" in finding.message
+        and "'nvidia.com/gpu'" in finding.message
+    )
+
+
+def test_unknown_feature_gate_for_the_clusters_kueue_version(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    trees.edit(
+        root,
+        "overlays/prod/cluster.yaml",
+        lambda d: d["kueue"].update(featureGates={"DynamicResourceAllocation": True}),
+    )
+    result = engine.run(root, cluster="prod")
+    (finding,) = [f for f in result.findings if f.rule == "kueue-feature-gate-unknown"]
+    assert finding.path == "overlays/prod/cluster.yaml"
+    lines = (root / "overlays/prod/cluster.yaml").read_text().splitlines()
+    assert "DynamicResourceAllocation" in lines[finding.line - 1]
