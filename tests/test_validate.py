@@ -693,8 +693,6 @@ def test_json_schema_conversion() -> None:
     assert converted["properties"]["m"]["additionalProperties"] == {"type": "string"}
 
 
-
-
 WIDGET_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
