@@ -535,7 +535,7 @@ def contributions(
 
 def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5) -> str:
     ranked = sorted(parts, key=lambda p: p[1], reverse=True)
-    shown = ", ".join(f"{t.name} {q.canonical()} ({o.path}:{o.line})" for t, q, o in ranked[:most])
+    shown = ", ".join(f"{t.name} {q.canonical()} at {o.path}:{o.line}" for t, q, o in ranked[:most])
     return shown + (f" and {len(ranked) - most} more" if len(ranked) > most else "")
 
 
@@ -565,7 +565,7 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
                 cap[1].col,
                 sev,
                 "capacity",
-                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {used.canonical()} exceeds capacity {cap[0].canonical()}{note}: {_who(who[(flavor, resource)])}",
+                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {used.canonical()} exceeds capacity {cap[0].canonical()} ({_who(who[(flavor, resource)])}){note}",
             )
 
 
