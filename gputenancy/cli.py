@@ -84,11 +84,11 @@ def _plan_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -> int:
     import os
 
-    from gputenancy import plan, publish
+    from gputenancy import planview, publish
 
     if args.command == "plan":
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        return plan.command(
+        return planview.command(
             root,
             cluster=args.cluster,
             against=args.against,

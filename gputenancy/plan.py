@@ -12,14 +12,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from deepdiff import DeepDiff
 
-from gputenancy import engine, output, report, rules
+from gputenancy import engine, output, rules
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.objects import ObjectKey, key_of, to_yaml
 from gputenancy.quantity import Quantity, QuantityError, parse
@@ -327,7 +327,8 @@ def compare(
         f"{'+' if p not in old else '-' if p not in new else '~'} {p}"
         for p in sorted(old.keys() | new.keys())
     ]
-    return objects, [f for f in files if f[2:] not in same | covered], {k: b for k, (_, b) in olds.items()}
+    listed = same | covered
+    return objects, [f for f in files if f[2:] not in listed], {k: b for k, (_, b) in olds.items()}
 
 
 # ------------------------------------------------------------------------------ risks, capacity
@@ -444,7 +445,7 @@ def _risks(
                 if re.match(r"Kueue Configuration (deviceClassMapping|feature gate) ", c.description)
             ]
             what = "; ".join(
-                _value_change(c).removeprefix("Kueue Configuration ") for c in (named or config)[:8]
+                value_change(c).removeprefix("Kueue Configuration ") for c in (named or config)[:8]
             )
             message = _RESTART.format(action=o.action if carrier else "changed", subject=subject)
             out.append(
@@ -515,16 +516,7 @@ def read_against(root: Path, against: str | None) -> tuple[dict[str, dict[str, b
     return gitrepo.trees_at_ref(root, against, output.GENERATED)
 
 
-# ------------------------------------------------------------------------------------ formats
-
-MAX_COMMENT = 65536
-_BLOCKS = " ▏▎▍▌▋▊▉█"
-_COLOURS = {"+": "\033[32m", "-": "\033[31m", "~": "\033[33m", "!": "\033[1;31m"}
-_SIGN = {"added": "+", "removed": "-", "changed": "~"}
-_OPS = {"+": "added", "-": "removed", "~": "changed"}
-
-
-def _show(value: Any, present: bool = True, limit: int = 120) -> str:
+def show_value(value: Any, present: bool = True, limit: int = 120) -> str:
     if not present:
         return "(unset)"
     text = (
@@ -536,186 +528,8 @@ def _show(value: Any, present: bool = True, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _value_change(c: Change) -> str:
-    return f"{c.description}: {_show(c.old, c.op != 'added')} → {_show(c.new, c.op != 'removed')}"
-
-
-def change_line(o: ObjectChange, c: Change) -> str:
-    """`prod ClusterQueue vision: nvidia.com/gpu nominalQuota on flavor h100: 8 → 6`"""
-    return f"{o.title}: {_value_change(c)}"
-
-
-def _bar(used: Quantity | None, cap: Quantity | None, width: int = 10) -> str:
-    if used is None or cap is None or cap.value <= 0:
-        return ""
-    ratio = float(used.value / cap.value)
-    eighths = round(min(ratio, 1.0) * width * 8)
-    bar = ("█" * (eighths // 8) + (_BLOCKS[eighths % 8] if eighths % 8 else "")).ljust(width)
-    return f"{bar} {ratio:.0%}{' over capacity' if ratio > 1 else ''}"
-
-
-def _q(q: Quantity | None) -> str:
-    return q.canonical() if q is not None else "-"
-
-
-def _budget(row: CapacityRow) -> str:
-    return _q(row.after) if row.before == row.after else f"{_q(row.before)} → {_q(row.after)}"
-
-
-def summary(plan: Plan) -> str:
-    if not plan.changed:
-        return "no changes"
-    counts = ", ".join(f"{sum(c.count(a) for c in plan.clusters)} {a}" for a in ACTIONS)
-    return f"{counts} on {', '.join(c.name for c in plan.clusters if c.changed)}; {len(plan.risks)} risk(s)"
-
-
-def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None) -> str:
-    def paint(sign: str, text: str) -> str:
-        return f"{_COLOURS[sign]}{text}\033[0m" if color else text
-
-    lines = [f"plan against {plan.against}"]
-    for c in plan.clusters:
-        counts = ", ".join(f"{c.count(a)} {a}" for a in ACTIONS) + (
-            f", {len(c.files)} files moved" if c.files else ""
-        )
-        tenants = f" (tenants: {', '.join(c.tenants)})" if c.tenants else ""
-        lines.append(f"{c.name}: {counts}{tenants}" if c.changed else f"{c.name}: no changes")
-        for o in c.objects:
-            s = _SIGN[o.action]
-            lines += [paint(s, f"  {s} {change_line(o, ch)}") for ch in o.changes] or [
-                paint(s, f"  {s} {o.title} ({o.action}, {o.path})")
-            ]
-        lines += [paint(f[0], f"  {f[0]} {c.name} file {f[2:]}") for f in c.files]
-        lines += [f"  nominal budget vs capacity on {c.name}:"] if c.changed and c.capacity else []
-        for r in c.capacity if c.changed else ():
-            row = f"{r.flavor} {r.resource}: {_budget(r)} of {_q(r.capacity)}"
-            lines.append(f"    {row}  {_bar(r.after, r.capacity)}".rstrip())
-    lines += (
-        ["risks:", *(paint("!", f"  ! {r.cluster or '*'} {r.risk}: {r.message}") for r in plan.risks)]
-        if plan.risks
-        else []
-    )
-    lines.append(summary(plan))
-    if max_lines is not None and len(lines) > max_lines:
-        lines = [
-            *lines[: max_lines - 1],
-            f"… {len(lines) - max_lines + 1} more lines: run `python pipeline.py plan`",
-            lines[-1],
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _code(text: str) -> str:
-    text = text.replace("|", "\\|")
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
-
-
-def _details(o: ObjectChange) -> str:
-    tenant = f" (tenant {_md(o.tenant)})" if o.tenant else ""
-    head = f"<b>{_md(o.cluster)}</b> {_md(o.key.kind)} <code>{_md(o.title.split(' ', 2)[2])}</code>{tenant}"
-    if o.action != "changed":
-        return f"- **{o.action}** {head} (`{o.path}`)\n"
-    rows = [
-        f"| {_md(c.description)} | {_code(_show(c.old, c.op != 'added'))} | "
-        f"{_code(_show(c.new, c.op != 'removed'))} |"
-        for c in o.changes
-    ]
-    table = "\n".join(["| field | before | after |", "| --- | --- | --- |", *rows])
-    return f"<details><summary>changed {head}: {len(o.changes)} field(s)</summary>\n\n{table}\n\n</details>\n"
-
-
-_CUT = (
-    "> **Note:** the details of {} of {} changed objects and files were cut to keep this comment under "
-    "GitHub's 65,536-character limit; run `python pipeline.py plan --format text` for all of them.\n\n"
-)
-
-
-def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
-    """The PR comment: summary, risks, capacity and findings first (never cut); per-object details
-    after, cut with a note when the comment would exceed `limit` characters."""
-    head = ["## gputenancy plan", "", f"Against `{plan.against}`: **{summary(plan)}**", ""]
-    head += ["| cluster | changed | added | removed | tenants |", "| --- | ---: | ---: | ---: | --- |"]
-    head += [
-        f"| {c.name} | {' | '.join(str(c.count(a)) for a in ACTIONS)} | {_md(', '.join(c.tenants)) or '-'} |"
-        for c in plan.clusters
-    ]
-    if plan.risks:
-        head += [
-            "",
-            "### ⚠️ Risks",
-            "",
-            *(f"- **{_md(r.cluster or 'all')}** `{r.risk}`: {_md(r.message)}" for r in plan.risks),
-        ]
-    for c in (c for c in plan.clusters if c.changed and c.capacity):
-        head += [
-            "",
-            f"### Capacity on {c.name}",
-            "",
-            "| flavor | resource | nominal budget | capacity | use |",
-        ]
-        head += ["| --- | --- | ---: | ---: | --- |"]
-        for r in c.capacity:
-            bar = _code(_bar(r.after, r.capacity)) if r.capacity else ""
-            head.append(f"| {r.flavor} | {_md(r.resource)} | {_budget(r)} | {_q(r.capacity)} | {bar} |")
-    if plan.findings:
-        head += ["", "### Findings", "", "```", *(f.format() for f in plan.findings), "```"]
-    blocks = [_details(o) for c in plan.clusters for o in c.objects]
-    blocks += [f"- **{_OPS[f[0]]}** <b>{c.name}</b> file `{f[2:]}`\n" for c in plan.clusters for f in c.files]
-    text = "\n".join(head) + "\n" + ("\n### Changes\n\n" if blocks else "")
-    budget = limit - len(text) - len(_CUT) - 40
-    shown: list[str] = []
-    for block in blocks:
-        if len(block) + 1 > budget:
-            text += _CUT.format(len(blocks) - len(shown), len(blocks))
-            break
-        shown.append(block)
-        budget -= len(block) + 1
-    return text + "\n".join(shown)
-
-
-def _json_fields(fields: list[tuple[str, Any]]) -> Any:
-    """dataclasses.asdict's factory: Quantities as canonical strings, Named segments as {name} / {order}."""
-    d = dict(fields)
-    if d.keys() == {"value", "format"}:
-        return Quantity(d["value"], d["format"]).canonical()
-    if d.keys() == {"name", "order"}:
-        return {"order": True} if d["order"] else {"name": d["name"]}
-    return d
-
-
-def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
-    data: dict[str, Any] = dataclasses.asdict(c, dict_factory=_json_fields)
-    data["files"] = [{"op": _OPS[f[0]], "path": f[2:]} for f in c.files]
-    return {
-        **data,
-        "changed": c.changed,
-        "counts": {a: c.count(a) for a in ACTIONS},
-        "tenants": list(c.tenants),
-    }
-
-
-def to_json(plan: Plan) -> dict[str, Any]:
-    """The JSON document (schema `gputenancy.plan/v1`, documented in README.md)."""
-    return {
-        "schema": "gputenancy.plan/v1",
-        "against": plan.against,
-        "changed": plan.changed,
-        "summary": summary(plan),
-        "clusters": [_cluster_json(c) for c in plan.clusters],
-        "risks": [dataclasses.asdict(r) for r in plan.risks],
-        "findings": [{**dataclasses.asdict(f), "severity": f.severity.value} for f in plan.findings],
-        "notes": list(plan.notes),
-    }
-
-
-def render(plan: Plan, fmt: str, *, color: bool = False) -> str:
-    if fmt == "json":
-        return json.dumps(to_json(plan), indent=2, ensure_ascii=False, default=str) + "\n"
-    return format_markdown(plan) if fmt == "markdown" else format_text(plan, color=color)
+def value_change(c: Change) -> str:
+    return f"{c.description}: {show_value(c.old, c.op != 'added')} → {show_value(c.new, c.op != 'removed')}"
 
 
 def make(
@@ -727,36 +541,3 @@ def make(
         return result, None
     trees, label = read_against(root, against)
     return result, build(result, trees, label=label, cluster=cluster, allow_delete=allow_delete)
-
-
-def command(
-    root: Path,
-    *,
-    cluster: str | None,
-    against: str | None,
-    schemas: Path | None,
-    fmt: str,
-    output_file: Path | None,
-    allow_delete: bool,
-    color: bool,
-    findings_format: str,
-    emit: Callable[[str], Any],
-) -> int:
-    """`pipeline.py plan`: 0 no change, 2 changes, 1 errors (findings printed as for validate)."""
-    result, plan = make(root, cluster=cluster, against=against, schemas=schemas, allow_delete=allow_delete)
-    if plan is None:
-        found = list(result.findings)
-        text = report.format_findings(found, "json" if fmt == "json" else findings_format, result.notes)
-        if output_file is not None:
-            listed = report.format_findings(found, "text")
-            failed = f"## gputenancy plan\n\n**validation failed**\n\n```\n{listed}```\n"
-            output_file.write_text(failed if fmt == "markdown" else text, encoding="utf-8")
-        emit(text)
-        return 1
-    text = render(plan, fmt, color=color and output_file is None)
-    if output_file is not None:
-        output_file.write_text(text, encoding="utf-8")
-    emit(f"plan written to {output_file}: {summary(plan)}\n" if output_file is not None else text)
-    if fmt != "json" or output_file is not None:  # findings and notes as validate prints them
-        emit(report.format_findings(list(plan.findings), findings_format, plan.notes))
-    return 1 if plan.failed else 2 if plan.changed else 0

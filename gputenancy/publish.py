@@ -28,7 +28,7 @@ from typing import Any
 
 import git
 
-from gputenancy import engine, gitrepo, output, plan, report
+from gputenancy import engine, gitrepo, output, plan, planview, report
 from gputenancy.findings import PipelineError
 
 SOURCE_DIRS = ("tenants", "base", "overlays")
@@ -69,7 +69,7 @@ def title(p: plan.Plan) -> str:
 
 
 def message(p: plan.Plan, *, source_url: str, source_commit: str, first_line: str | None = None) -> str:
-    body = plan.format_text(p, max_lines=200).rstrip()
+    body = planview.format_text(p, max_lines=200).rstrip()
     trailers = f"Source-Repository: {source_url}\nSource-Commit: {source_commit}"
     return f"{first_line or title(p)}\n\n{body}\n\n{trailers}\n"
 
@@ -325,7 +325,7 @@ def command(
             f"{outcome.status} {outcome.commit[:12]} to {outcome.target}: {outcome.message.splitlines()[0]}\n"
         )
         if outcome.plan is not None:
-            emit(plan.format_text(outcome.plan, max_lines=200))
+            emit(planview.format_text(outcome.plan, max_lines=200))
     else:
         emit(f"nothing to publish to {outcome.target}: {outcome.message}\n")
     return 0

@@ -12,7 +12,7 @@ import pytest
 import trees
 import yaml
 
-from gputenancy import plan
+from gputenancy import plan, planview
 from gputenancy.cli import main
 from gputenancy.objects import ObjectKey
 
@@ -102,7 +102,7 @@ def test_lowered_budget_in_text(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "prod: 1 changed, 0 added, 0 removed (tenants: vision)" in out
     assert "h100 nvidia.com/gpu: 16 → 14 of 16" in out
     assert "\033[" not in out  # not a TTY: no colour
-    assert "\033[33m" in plan.format_text(
+    assert "\033[33m" in planview.format_text(
         plan.make(root, cluster=None, against=None, schemas=None, allow_delete=False)[1], color=True
     )  # type: ignore[arg-type]
 
@@ -414,10 +414,10 @@ def _big_plan(n: int) -> plan.Plan:
 
 
 def test_markdown_is_cut_under_the_comment_limit_with_a_note() -> None:
-    md = plan.format_markdown(_big_plan(3000))
+    md = planview.format_markdown(_big_plan(3000))
     assert len(md) < 65536
     assert "were cut to keep this comment under GitHub's 65,536-character limit" in md
     assert "| prod | 3000 | 0 | 0 |" in md and "`queue-deleted`" in md  # summary and risks kept
     assert md.count("<details>") == md.count("</details>") > 50
-    small = plan.format_markdown(_big_plan(10))
+    small = planview.format_markdown(_big_plan(10))
     assert "were cut" not in small and small.count("<details>") == 10
