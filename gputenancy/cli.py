@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gputenancy import engine, output, report, rules, spec
+from gputenancy import cache, engine, output, report, rules, spec
 from gputenancy.findings import PipelineError, Severity
 
 
@@ -20,6 +20,12 @@ def _parser() -> argparse.ArgumentParser:
         description="GPU tenancy on Kubernetes: tenants/ + base/ + overlays/ -> generated/<cluster>/ for Argo CD.",
     )
     p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not read or write the cache of per-tenant results (.gputenancy-cache/ or "
+        "$GPUTENANCY_CACHE; GPUTENANCY_CACHE=off does the same)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -240,6 +246,11 @@ def _write_files(root: Path, files: dict[str, bytes | None]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    with cache.disabled(args.no_cache), engine.without_cycle_collection():
+        return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         if args.command == "rules":
             sys.stdout.write(rules.documentation())

@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from gputenancy import kueueconfig
+from gputenancy import fastyaml, kueueconfig
 from gputenancy.findings import Finding, Origin, PipelineError
 from gputenancy.objects import FieldPath, RenderedObject
 from gputenancy.rules import Catalog, claims_on, classes_used, covered_resources, effective_catalog
@@ -26,6 +26,7 @@ SOURCE_ANNOTATION = "gputenancy.io/source"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 PARTIAL_ANNOTATION = "gputenancy.io/partial"
+_EXACTLY = ("spec", "spec", "devices", "requests", 0, "exactly")
 
 # Argo CD sync waves: configuration and DeviceClasses, then flavors and cohorts, then ClusterQueues,
 # then LocalQueues and ResourceClaimTemplates.
@@ -68,6 +69,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        auto_reload=False,  # package files: no stat() of the template on every render
         autoescape=False,  # noqa: S701 - YAML output; every value goes through the `y` serialising filter
     )
     env.filters["y"] = _y
@@ -76,7 +78,7 @@ def environment() -> jinja2.Environment:
 
 def _render(template: str, **values: Any) -> dict[str, Any]:
     text = environment().get_template(template).render(**values)
-    body = yaml.load(text, Loader=_Loader)  # noqa: S506 - C safe loader
+    body = fastyaml.load(text)
     if not isinstance(body, dict):
         raise PipelineError(
             [Origin(f"<template {template}>").finding("render", "template did not produce an object")]
@@ -182,15 +184,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
                     rct,
                     ct.origin,
                     {
-                        (
-                            "spec",
-                            "spec",
-                            "devices",
-                            "requests",
-                            0,
-                            "exactly",
-                            "deviceClassName",
-                        ): ct.class_origin
+                        (*_EXACTLY, "deviceClassName"): ct.class_origin,
                     },
                 )
             )
@@ -232,10 +226,10 @@ def render_platform(
         out.append(RenderedObject(cluster.name, body, flavor.origin))
     cohorts: set[str] = set()
     for tenant in model.tenants_on(cluster.name):
-        name = tenant.cohort
-        while name is not None and name not in cohorts and name in model.platform.cohorts:
-            cohorts.add(name)
-            name = model.platform.cohorts[name].parent
+        cohort = tenant.cohort
+        while cohort is not None and cohort not in cohorts and cohort in model.platform.cohorts:
+            cohorts.add(cohort)
+            cohort = model.platform.cohorts[cohort].parent
     for name in sorted(cohorts):
         co = model.platform.cohorts[name]
         body = _render(

@@ -37,4 +37,5 @@ def _guard_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GPUTENANCY_CACHE", str(home / "gputenancy-cache"))
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)

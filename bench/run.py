@@ -1,0 +1,383 @@
+"""Benchmark the pipeline on synthetic fleets, against one kustomize build of the same objects.
+
+    python -m bench.run [--tenants 10 100 1000 5000] [--baseline-cap 120 [1000:900]] [--schemas DIR]
+
+For each fleet size N (written by `bench.fleet`, seed 1) it times, each in a fresh Python process:
+
+    validate         the whole pipeline without the cache, writing nothing
+    render (cold)    the whole pipeline with an empty cache, then generated/ written
+    plan (no change) render from the warm cache and compare with generated/
+    plan (one edit)  the same after changing one tenant (its first claim template's count)
+
+and, in the same run, the naive baseline: one `kustomize build` (or `kubectl kustomize`) of all the
+objects of generated/ in one directory (names made unique across clusters) with the tenant
+Component's label transformer, stopped after --baseline-cap seconds (shown as "> cap"). Wall times
+are measured around each process (interpreter start-up included); stage times come from the
+engine's `Result.stats`; peak memory is the largest resident set of the measured Python process
+(`ru_maxrss`). The tables are printed as Markdown, ready for docs/performance.md. Nothing here is a
+test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench import fleet
+
+OPERATIONS = ("validate", "render", "plan", "plan-edit")
+LABELS = {
+    "validate": "validate",
+    "render": "render (cold)",
+    "plan": "plan (no change)",
+    "plan-edit": "plan (one edit)",
+}
+STAGES = ("load", "render", "kustomize", "validate", "write")
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+# ------------------------------------------------------------------------ in the measured process
+
+
+def _engine_stages(stats: Any) -> dict[str, float]:
+    s = dict(stats.seconds)
+    return {
+        "load": s.get("load", 0.0),
+        "render": s.get("render", 0.0) + s.get("cache", 0.0),
+        "kustomize": s.get("kustomize", 0.0),
+        "validate": s.get("validate", 0.0),
+        "write": s.get("serialise", 0.0),
+    }
+
+
+def measure(op: str, root: Path, schemas: Path | None) -> dict[str, Any]:
+    """Run one operation through the pipeline's Python API; returns what it did and how long it took."""
+    from gputenancy import engine, output, plan
+
+    started = time.perf_counter()
+    result = engine.run(root, schemas=schemas, cache=None if op == "validate" else "auto")
+    stages = _engine_stages(result.stats)
+    changed: Any = None
+    clock = time.perf_counter()
+    if op == "render" and not result.failed:
+        trees = {name: c.tree for name, c in result.clusters.items()}
+        changed = output.write_trees(root / output.GENERATED, trees, prune=True)
+    elif op.startswith("plan") and not result.failed:
+        trees_before, label = plan.read_against(root, None)
+        p = plan.build(result, trees_before, label=label)
+        changed = [
+            f"{c.name}: {len(c.objects)} objects, {len(c.files)} files" for c in p.clusters if c.changed
+        ]
+    stages["write"] += time.perf_counter() - clock
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "op": op,
+        "failed": result.failed,
+        "findings": [f.format() for f in result.findings][:5],
+        "seconds": time.perf_counter() - started,
+        "stages": stages,
+        "hits": result.stats.hits,
+        "misses": result.stats.misses,
+        "rendered": len(result.stats.rendered),
+        "shards": result.stats.shards,
+        "objects": sum(len(c.objects) for c in result.clusters.values()),
+        "changed": changed,
+        "maxrss_mb": own.ru_maxrss / 1024,
+        "cpu_python": own.ru_utime + own.ru_stime,
+        "cpu_kustomize": kids.ru_utime + kids.ru_stime,
+    }
+
+
+# ------------------------------------------------------------------------ the parent
+
+
+@dataclasses.dataclass
+class Measured:
+    wall: float
+    cpu: float  # user + system of the process and what it started
+    maxrss_mb: float
+    report: dict[str, Any]
+
+
+def _child(
+    argv: Sequence[str], env: dict[str, str], timeout: float | None = None
+) -> tuple[Measured, str, bool]:
+    """Run argv; wall time, rusage (of it and its children) and stdout. Killed after `timeout`."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        child = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env)
+        deadline = None if timeout is None else started + timeout
+        timed_out = False
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                child.kill()
+                pid, status, usage = os.wait4(child.pid, 0)
+                timed_out = True
+                break
+            time.sleep(0.01)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        text = out.read().decode()
+    measured = Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, {})
+    return measured, text, timed_out or child.returncode != 0
+
+
+def run_op(op: str, root: Path, schemas: Path | None, cache_dir: Path) -> Measured:
+    env = {**os.environ, "GPUTENANCY_CACHE": str(cache_dir)}
+    argv = [sys.executable, "-m", "bench.run", "--measure", op, "--root", str(root)]
+    if schemas is not None:
+        argv += ["--schemas", str(schemas)]
+    measured, text, failed = _child(argv, env)
+    if failed or not text.strip():
+        raise SystemExit(f"{op} on {root} failed:\n{text}")
+    measured.report = json.loads(text.strip().splitlines()[-1])
+    if measured.report["failed"]:
+        raise SystemExit(f"{op} on {root} reported errors: {measured.report['findings']}")
+    measured.maxrss_mb = measured.report["maxrss_mb"]
+    return measured
+
+
+def _kustomize() -> list[str]:
+    if shutil.which("kustomize"):
+        return ["kustomize", "build"]
+    return ["kubectl", "kustomize"]
+
+
+def tool_version() -> str:
+    cmd = _kustomize()
+    argv = [cmd[0], "version", "--client"] if cmd[0] == "kubectl" else [cmd[0], "version"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return " / ".join(line.strip() for line in done.stdout.splitlines() if line.strip())
+
+
+def baseline_dir(root: Path, into: Path) -> int:
+    """One directory holding every object of generated/ (all clusters) and the tenant Component's label
+    transformer; names that two clusters share get a `-<cluster>` suffix. Returns the object count."""
+    seen: set[tuple[str, str, str]] = set()
+    docs = []
+    for cluster in sorted(p for p in (root / "generated").iterdir() if p.is_dir()):
+        for path in sorted(cluster.rglob("*.yaml")):
+            body = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+            meta = body["metadata"]
+            key = (body["kind"], meta.get("namespace", ""), meta["name"])
+            if key in seen:
+                meta["name"] = f"{meta['name']}-{cluster.name}"
+            seen.add((body["kind"], meta.get("namespace", ""), meta["name"]))
+            docs.append(body)
+    into.mkdir(parents=True, exist_ok=True)
+    with (into / "objects.yaml").open("w", encoding="utf-8") as f:
+        yaml.dump_all(docs, f, Dumper=_Dumper, sort_keys=False)
+    (into / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - objects.yaml\n"
+        "labels:\n  - pairs:\n      gputenancy.io/cluster: all\n",
+        encoding="utf-8",
+    )
+    return len(docs)
+
+
+def run_baseline(directory: Path, cap: float) -> Measured | None:
+    """One kustomize build of `directory`; None when it ran past `cap` seconds (then stopped)."""
+    env = {**os.environ}
+    measured, _, failed = _child([*_kustomize(), str(directory)], env, timeout=cap)
+    return None if failed else measured
+
+
+@dataclasses.dataclass
+class Row:
+    tenants: int
+    objects: int
+    ops: dict[str, Measured]
+    baseline: Measured | None
+    baseline_objects: int
+    cap: float  # 0: the baseline was not run
+
+
+def bench_one(n: int, work: Path, schemas: Path | None, cap: float, seed: int) -> Row:
+    """All measurements of one fleet size; the baseline only when `cap` > 0."""
+    root = work / f"fleet-{n}"
+    shutil.rmtree(root, ignore_errors=True)
+    fleet.generate(root, n, seed=seed)
+    cache_dir = work / f"cache-{n}"
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    ops: dict[str, Measured] = {}
+    ops["validate"] = run_op("validate", root, schemas, cache_dir)
+    ops["render"] = run_op("render", root, schemas, cache_dir)
+    ops["plan"] = run_op("plan", root, schemas, cache_dir)
+    edited = fleet.edit_one(root)
+    ops["plan-edit"] = run_op("plan-edit", root, schemas, cache_dir)
+    report = ops["plan-edit"].report
+    print(
+        f"  {n} tenants: plan with no change: {ops['plan'].report['changed'] or 'no change'}; edited {edited}: "
+        f"re-rendered {report['rendered']} (cluster, tenant) pairs, plan: {report['changed']}",
+        file=sys.stderr,
+    )
+    base = work / f"baseline-{n}"
+    shutil.rmtree(base, ignore_errors=True)
+    count = baseline_dir(root, base)
+    baseline = run_baseline(base, cap) if cap > 0 else None
+    shutil.rmtree(base, ignore_errors=True)
+    return Row(n, ops["render"].report["objects"], ops, baseline, count, cap)
+
+
+# ------------------------------------------------------------------------ tables
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def baseline_lines(rows: Sequence[Row]) -> str:
+    out = []
+    for r in rows:
+        if r.baseline is not None:
+            out.append(
+                f"baseline, {r.tenants:,} tenants: one kustomize build of {r.baseline_objects:,} objects, "
+                f"{_s(r.baseline.wall)} wall, {_s(r.baseline.cpu)} CPU, {r.baseline.maxrss_mb:.0f} MB peak"
+            )
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def table(rows: Sequence[Row]) -> str:
+    head = (
+        "| tenants | objects | validate | render (cold) | plan (no change) | plan (one edit) "
+        "| kustomize, one build | baseline / cold | one edit / cold | peak RSS |\n"
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    )
+    lines = []
+    for r in rows:
+        cold = r.ops["render"].wall
+        if not r.cap:
+            base, ratio = "not run", ""
+        elif r.baseline is None:
+            base, ratio = f"> {r.cap:.0f} s", f"> {r.cap / cold:.1f}x"
+        else:
+            base, ratio = _s(r.baseline.wall), f"{r.baseline.wall / cold:.1f}x"
+        peak = max(m.maxrss_mb for m in r.ops.values())
+        lines.append(
+            f"| {r.tenants:,} | {r.objects:,} | {_s(r.ops['validate'].wall)} | {_s(cold)} "
+            f"| {_s(r.ops['plan'].wall)} | {_s(r.ops['plan-edit'].wall)} | {base} | {ratio} "
+            f"| {r.ops['plan-edit'].wall / cold:.2f} | {peak:.0f} MB |"
+        )
+    return head + "\n".join(lines) + "\n"
+
+
+def stage_table(rows: Sequence[Row]) -> str:
+    head = (
+        "| tenants | run | wall | CPU (Python + kustomize) | load + rules | render | kustomize (wait) "
+        "| validate | write / diff | cache hits / misses | shards |\n"
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    )
+    lines = []
+    for r in rows:
+        for op in OPERATIONS:
+            m = r.ops[op]
+            st = m.report["stages"]
+            lines.append(
+                f"| {r.tenants:,} | {LABELS[op]} | {_s(m.wall)} | {_s(m.report['cpu_python'])} + "
+                f"{_s(m.report['cpu_kustomize'])} | "
+                + " | ".join(_s(st[s]) for s in STAGES)
+                + f" | {m.report['hits']} / {m.report['misses']} | {m.report['shards']} |"
+            )
+    return head + "\n".join(lines) + "\n"
+
+
+def scaling(rows: Sequence[Row]) -> str:
+    by = {r.tenants: r for r in rows}
+    out = []
+    for small, large in ((100, 1000), (1000, 5000)):
+        if small in by and large in by:
+            a, b = by[small].ops["render"].wall, by[large].ops["render"].wall
+            out.append(
+                f"cold render {large:,} / {small:,} tenants: {b / a:.2f}x (for {large // small}x the tenants)"
+            )
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def machine() -> str:
+    mem = 0
+    with open("/proc/meminfo", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) // 1024
+    return (
+        f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}), {mem / 1024:.0f} GiB RAM, "
+        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
+        f"{tool_version()}, {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
+    p.add_argument("--tenants", type=int, nargs="+", default=[10, 100, 1000, 5000])
+    p.add_argument(
+        "--baseline-cap",
+        nargs="+",
+        default=["120"],
+        metavar="[TENANTS:]SECONDS",
+        help="seconds before the baseline is stopped (default 120; 0: not run), "
+        "for one fleet size with TENANTS:SECONDS, e.g. --baseline-cap 120 1000:900",
+    )
+    p.add_argument(
+        "--schemas", type=Path, default=None, help="Kueue CRDs (default: $GPUTENANCY_SCHEMAS, ../shared)"
+    )
+    p.add_argument(
+        "--workdir", type=Path, default=None, help="where fleets are written (default: a temporary dir)"
+    )
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--measure", choices=OPERATIONS, help=argparse.SUPPRESS)
+    p.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.measure:
+        from gputenancy import engine
+
+        with engine.without_cycle_collection():  # as the command line runs every command
+            report = measure(args.measure, args.root, args.schemas)
+        print(json.dumps(report))
+        return 0
+    schemas = args.schemas
+    if schemas is None:
+        env = os.environ.get("GPUTENANCY_SCHEMAS")
+        shared = Path(__file__).resolve().parent.parent.parent / "shared"
+        schemas = Path(env) if env else shared if (shared / "kueue").is_dir() else None
+    caps: dict[int, float] = {0: 120.0}
+    for value in args.baseline_cap:
+        size, _, seconds = value.rpartition(":")
+        caps[int(size) if size else 0] = float(seconds)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="gputenancy-bench-") as tmp:
+        work = args.workdir or Path(tmp)
+        for n in args.tenants:
+            print(f"benchmarking {n} tenants ...", file=sys.stderr)
+            rows.append(bench_one(n, work, schemas, caps.get(n, caps[0]), args.seed))
+    print(f"Machine: {machine()}\n")
+    print(f"Kueue CRD schemas: {schemas or 'none (CRD validation skipped)'}\n")
+    print(table(rows))
+    print(stage_table(rows))
+    print(scaling(rows))
+    print(baseline_lines(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,200 @@
+"""A content-addressed cache of per-tenant results, so a run re-renders only what its inputs changed.
+
+Where: `.gputenancy-cache/` under the repository root, or `$GPUTENANCY_CACHE` (a directory; `off`
+disables it, as does `pipeline.py --no-cache`). It is safe to delete at any time.
+
+What: one entry per (tenant, cluster): the tenant's objects as built by kustomize, their file paths
+and bytes in generated/, and the validation findings about them. An entry's key is a sha256 over
+everything that can change it (see `engine`): the tenant's record as loaded (every field, with its
+line numbers), the effective device-class catalog, the cluster's Kueue and Kubernetes versions, every
+file kustomize can read for that cluster (base/ and the overlay, its tenant Component included), the
+Kueue CRDs used for validation, the kustomize version, the package's own source, templates and
+schemas, and the versions of the libraries that parse, validate and serialise. A changed input
+gives a new key, so an entry is never stale; old entries are simply not read again.
+
+How: each entry is a file `<dir>/v1/<kind>/<key[:2]>/<key>.json`: a first line with the sha256 of
+the rest, then the entry as JSON of plain data (carrying its own key). An entry whose digest or key
+does not match (edited, truncated, written by something else) is ignored and counted in `corrupt`.
+Writes go to a temporary file in the same directory and are renamed into place, so concurrent runs
+never see half an entry; a failed write only costs a future miss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gputenancy import proc
+from gputenancy.findings import PipelineError
+
+ENV = "GPUTENANCY_CACHE"
+DIRECTORY = ".gputenancy-cache"
+OFF = "off"
+FORMAT = "v1"
+_DISABLED = frozenset({"", "0", "off", "false", "no", "none"})
+_DISTRIBUTIONS = (
+    "PyYAML",
+    "Jinja2",
+    "jsonschema",
+    "jsonschema-rs",
+    "common-expression-language",
+    "kubernetes-validate",
+)
+
+
+def location(root: Path, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The cache directory for `root`: $GPUTENANCY_CACHE, else root/.gputenancy-cache; None when off."""
+    value = (os.environ if environ is None else environ).get(ENV)
+    if value is None:
+        return root / DIRECTORY
+    if value.strip().lower() in _DISABLED:
+        return None
+    return Path(value).expanduser()
+
+
+@contextlib.contextmanager
+def disabled(flag: bool = True) -> Iterator[None]:
+    """While inside, runs do not use the cache (sets $GPUTENANCY_CACHE to `off`, then restores it)."""
+    if not flag:
+        yield
+        return
+    before = os.environ.get(ENV)
+    os.environ[ENV] = OFF
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = before
+
+
+def digest(*parts: str | bytes) -> str:
+    """sha256 of the parts, each length-prefixed so that no two sequences of parts collide."""
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+        h.update(b"%d:" % len(data))
+        h.update(data)
+    return h.hexdigest()
+
+
+def tree_digest(directory: Path) -> str:
+    """sha256 over the relative paths and bytes of every file under `directory` ('' when missing)."""
+    if not directory.is_dir():
+        return ""
+    parts: list[str | bytes] = []
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        parts += [path.relative_to(directory).as_posix(), path.read_bytes()]
+    return digest(*parts)
+
+
+@functools.cache
+def software() -> str:
+    """Digest of the package's own files (code, templates, schemas, data) and of the Python and library
+    versions that parse, validate and serialise."""
+    package = Path(__file__).resolve().parent
+    parts: list[str | bytes] = [sys.version, f"libyaml={getattr(yaml, '__with_libyaml__', False)}"]
+    for name in _DISTRIBUTIONS:
+        try:
+            parts.append(f"{name}={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{name}=none")
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".j2", ".json") and "__pycache__" not in path.parts:
+            parts += [path.relative_to(package).as_posix(), path.read_bytes()]
+    return digest(*parts)
+
+
+@dataclasses.dataclass
+class Cache:
+    """Entries under one directory. `corrupt` counts entries that were found but could not be used."""
+
+    directory: Path
+    corrupt: int = 0
+
+    def _path(self, kind: str, key: str) -> Path:
+        return self.directory / FORMAT / kind / key[:2] / f"{key}.json"
+
+    def get(self, kind: str, key: str) -> Any:
+        """The entry stored under `key`, or None when there is none or it does not check out."""
+        path = self._path(kind, key)
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        head, _, payload = raw.partition(b"\n")
+        try:
+            if head.decode("ascii") != hashlib.sha256(payload).hexdigest():
+                raise ValueError("digest mismatch")
+            entry = json.loads(payload)
+            if not isinstance(entry, dict) or entry.get("key") != key:
+                raise ValueError("key mismatch")
+        except ValueError:  # UnicodeDecodeError and json.JSONDecodeError are ValueErrors
+            self.corrupt += 1
+            return None
+        return entry.get("value")
+
+    def put(self, kind: str, key: str, value: Any) -> bool:
+        """Store `value` (plain data) atomically; False when it could not be written."""
+        path = self._path(kind, key)
+        payload = json.dumps({"key": key, "value": value}, separators=(",", ":")).encode()
+        data = hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ignore = self.directory / ".gitignore"
+            if not ignore.exists():  # like .pytest_cache: never shows up in `git status`
+                ignore.write_text("# created by gputenancy; the cache is safe to delete\n*\n")
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        except OSError:
+            return False
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
+            return False
+        return True
+
+    def tool_version(self, command: Sequence[str]) -> str:
+        """The `version` output of kustomize (`kustomize version`, `kubectl version --client`),
+        remembered per binary (path, size, modification time) so that runs do not start it again."""
+        exe = shutil.which(command[0])
+        if exe is None:
+            return f"{command[0]}: not found"
+        real = Path(exe).resolve()
+        try:
+            st = real.stat()
+        except OSError:
+            return f"{command[0]}: unreadable"
+        key = digest(str(real), str(st.st_size), str(st.st_mtime_ns))
+        known = self.get("tool", key)
+        if isinstance(known, str):
+            return known
+        found = version_of(command)
+        self.put("tool", key, found)
+        return found
+
+
+def version_of(command: Sequence[str]) -> str:
+    """What the kustomize command says its version is (empty when it cannot say)."""
+    argv = [command[0], "version", "--client"] if command[0] == "kubectl" else [command[0], "version"]
+    try:
+        done = proc.run(argv, check=False, timeout=60)
+    except PipelineError:
+        return ""
+    return f"{' '.join(argv)} -> {done.rc}\n{done.out.strip()}"
