@@ -99,7 +99,7 @@ def _meta(source: Origin, wave: str, tenant: str | None = None, **extra: str) ->
     if tenant is not None:
         labels[TENANT_LABEL] = tenant
     annotations = {
-        SOURCE_ANNOTATION: f"{source.path}:{source.line}" if source.line else source.path,
+        SOURCE_ANNOTATION: source.path,
         SYNC_WAVE: wave,
     }
     annotations.update(extra)
@@ -185,6 +185,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
                     ct.origin,
                     {
                         (*_EXACTLY, "deviceClassName"): ct.class_origin,
+                        **{(*_EXACTLY, "selectors", i): o for i, o in enumerate(ct.selector_origins)},
                     },
                 )
             )

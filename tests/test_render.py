@@ -220,7 +220,7 @@ def test_rendered_object_findings_point_back_to_the_tenant_line(tmp_path: Path, 
     (finding,) = [f for f in result.findings if f.rule == "dra-cel-selector"]
     assert finding.path == "tenants/speech.yaml"
     lines = (root / "tenants/speech.yaml").read_text().splitlines()
-    assert "name: gpu" in lines[finding.line - 1]
+    assert "device.attributes[ == " in lines[finding.line - 1]
 
 
 def test_mapping_in_the_configuration_conflicting_with_the_catalog(tmp_path: Path) -> None:
