@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from deepdiff import DeepDiff
 
-from gputenancy import engine, output, rules
+from gputenancy import engine, fastyaml, output, rules
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.objects import ObjectKey, key_of, to_yaml
 from gputenancy.quantity import Quantity, QuantityError, parse
@@ -273,7 +273,9 @@ def _unreadable(where: str, message: str, line: int = 0, col: int = 0) -> Pipeli
 
 def _load(where: str, data: bytes) -> list[dict[str, Any]]:
     try:
-        docs = list(yaml.load_all(data, Loader=_Loader))
+        docs = fastyaml.load_all(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _unreadable(where, f"not UTF-8: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise _unreadable(
