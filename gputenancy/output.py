@@ -71,11 +71,23 @@ def tree_of(objects: Sequence[RenderedObject]) -> dict[str, bytes]:
 def read_tree(directory: Path) -> dict[str, bytes]:
     if not directory.is_dir():
         return {}
-    return {
-        p.relative_to(directory).as_posix(): p.read_bytes()
-        for p in sorted(directory.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
+    files: list[tuple[str, str]] = []  # (relative POSIX path, absolute path); symlinks are not followed
+    pending = [(str(directory), "")]
+    while pending:
+        absolute, relative = pending.pop()
+        with os.scandir(absolute) as entries:
+            for entry in entries:
+                rel = f"{relative}{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, f"{rel}/"))
+                elif entry.is_file(follow_symlinks=False):
+                    files.append((rel, entry.path))
+    files.sort()
+    out = {}
+    for rel, absolute in files:
+        with open(absolute, "rb") as f:
+            out[rel] = f.read()
+    return out
 
 
 def diff_paths(want: Tree, have: Tree) -> list[str]:

@@ -336,14 +336,18 @@ def compare(
 # ------------------------------------------------------------------------------ risks, capacity
 
 
-def _cluster_queues(where: str, tree: Tree) -> dict[str, dict[str, Any]]:
-    found = (
-        b
-        for rel, d in tree.items()
-        if b"ClusterQueue" in d and rel.endswith((".yaml", ".yml"))
-        for b in _load(f"{where}/{rel}", d)
-    )
-    return {str(b["metadata"]["name"]): b for b in found if b.get("kind") == "ClusterQueue"}
+def _cluster_queues(
+    where: str, tree: Tree, new: Tree, rendered: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """The synced ClusterQueues by name. A file whose bytes equal the new tree's is the rendered object
+    (`rendered`, by path) and is not parsed again."""
+    found: list[Mapping[str, Any]] = []
+    for rel, d in tree.items():
+        if b"ClusterQueue" not in d or not rel.endswith((".yaml", ".yml")):
+            continue
+        same = rendered.get(rel) if new.get(rel) == d else None
+        found += [same] if same is not None else _load(f"{where}/{rel}", d)
+    return {str(b["metadata"]["name"]): dict(b) for b in found if b.get("kind") == "ClusterQueue"}
 
 
 def _before(cqs: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], Quantity]:
@@ -487,7 +491,13 @@ def build(
         objects, files, olds = compare(
             name, result.clusters[name].tree if name in result.clusters else {}, old, label
         )
-        cqs = _cluster_queues(f"{label}/{name}", old)
+        new_tree = result.clusters[name].tree if name in result.clusters else {}
+        rendered = {
+            output.object_path(o): o.body
+            for o in (result.clusters[name].objects if name in result.clusters else ())
+            if o.key.kind == "ClusterQueue"
+        }
+        cqs = _cluster_queues(f"{label}/{name}", old, new_tree, rendered)
         clusters.append(
             ClusterPlan(name, tuple(objects), tuple(files), tuple(capacity_rows(result, name, cqs)))
         )
