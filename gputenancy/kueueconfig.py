@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from gputenancy.findings import Finding, Origin
-from gputenancy.objects import FieldPath
+from gputenancy.objects import FieldPath, longest_origin
 from gputenancy.rules import Catalog, classes_used
 from gputenancy.spec import Cluster, Model
 
@@ -44,7 +44,7 @@ class KueueConfig:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
     def origin_of(self, path: FieldPath) -> Origin:
-        return _longest(self.field_origins, tuple(path), self.origin)
+        return longest_origin(self.field_origins, tuple(path), self.origin)
 
 
 def dump(body: Mapping[str, Any]) -> str:
@@ -115,7 +115,7 @@ def build(model: Model, cluster: Cluster, catalog: Catalog) -> tuple[KueueConfig
     for i, m in enumerate(existing):
         for cls in m.get("deviceClassNames") or []:
             if cls in claimed:
-                here = _longest(origins, ("resources", "deviceClassMappings", i), base_doc.origin())
+                here = longest_origin(origins, ("resources", "deviceClassMappings", i), base_doc.origin())
                 cat = catalog.classes[cls].origin
                 findings.append(
                     here.finding(
@@ -134,14 +134,6 @@ def build(model: Model, cluster: Cluster, catalog: Catalog) -> tuple[KueueConfig
                 origins[("resources", "deviceClassMappings", i)] = o
     config = KueueConfig(cluster.name, body, origins, base_doc.origin())
     return config, findings
-
-
-def _longest(origins: Mapping[FieldPath, Origin], path: FieldPath, default: Origin) -> Origin:
-    for n in range(len(path), 0, -1):
-        found = origins.get(path[:n])
-        if found is not None:
-            return found
-    return default
 
 
 def _record_all(data: Any, path: FieldPath, origins: dict[FieldPath, Origin], origin_of: Any) -> None:

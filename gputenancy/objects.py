@@ -37,6 +37,15 @@ def key_of(body: Mapping[str, Any]) -> ObjectKey:
     )
 
 
+def longest_origin(origins: Mapping[FieldPath, Origin], path: FieldPath, default: Origin) -> Origin:
+    """The origin recorded for the longest prefix of `path`, else `default`."""
+    for n in range(len(path), 0, -1):
+        found = origins.get(tuple(path[:n]))
+        if found is not None:
+            return found
+    return default
+
+
 @dataclasses.dataclass(frozen=True)
 class RenderedObject:
     """A rendered object for one cluster. `body` is never mutated after construction.
@@ -56,11 +65,7 @@ class RenderedObject:
         return key_of(self.body)
 
     def origin_for(self, path: FieldPath) -> Origin:
-        for n in range(len(path), 0, -1):
-            found = self.field_origins.get(tuple(path[:n]))
-            if found is not None:
-                return found
-        return self.origin
+        return longest_origin(self.field_origins, path, self.origin)
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]

@@ -5,10 +5,8 @@ parsed back and checked before anything is returned.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
-from collections.abc import Mapping
 from typing import Any
 
 import jinja2
@@ -17,7 +15,7 @@ import yaml
 from gputenancy import fastyaml, kueueconfig
 from gputenancy.findings import Finding, Origin, PipelineError
 from gputenancy.objects import FieldPath, RenderedObject
-from gputenancy.rules import Catalog, claims_on, classes_used, covered_resources, effective_catalog
+from gputenancy.rules import Catalog, claims_on, classes_used, covered_resources
 from gputenancy.spec import Cluster, Model, Tenant
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
@@ -84,14 +82,6 @@ def _render(template: str, **values: Any) -> dict[str, Any]:
             [Origin(f"<template {template}>").finding("render", "template did not produce an object")]
         )
     return body
-
-
-@dataclasses.dataclass(frozen=True)
-class ClusterRender:
-    cluster: str
-    objects: tuple[RenderedObject, ...]
-    config: kueueconfig.KueueConfig
-    findings: tuple[Finding, ...]
 
 
 def _meta(source: Origin, wave: str, tenant: str | None = None, **extra: str) -> dict[str, Any]:
@@ -297,15 +287,3 @@ def _deliver_config(cluster: Cluster, config: kueueconfig.KueueConfig) -> list[R
         RenderedObject(cluster.name, cm, config.origin),
         RenderedObject(cluster.name, rollout, config.origin),
     ]
-
-
-def render_cluster(model: Model, cluster: Cluster, catalog: Catalog | None = None) -> ClusterRender:
-    catalog = catalog or effective_catalog(model)
-    objects, config, findings = render_platform(model, cluster, catalog)
-    for tenant in model.tenants_on(cluster.name):
-        objects.extend(render_tenant(tenant, cluster, catalog))
-    return ClusterRender(cluster.name, tuple(objects), config, tuple(findings))
-
-
-def config_origin_lookup(config: kueueconfig.KueueConfig) -> Mapping[FieldPath, Origin]:
-    return config.field_origins

@@ -221,8 +221,7 @@ def device_class_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """
     known = ", ".join(sorted(catalog.classes))
     for t in model.tenants:
-        budgets = [t.default_budget or (), *t.cluster_budgets.values()]
-        for budget in budgets:
+        for _, budget in t.all_budgets():
             for fb in budget:
                 for name, amount in fb.devices:
                     if name not in catalog.classes:
@@ -301,11 +300,9 @@ def budget_duplicate_resource(model: Model, catalog: Catalog) -> Iterator[Findin
 
 
 def _budgets_all(model: Model) -> Iterator[tuple[Tenant, str, FlavorBudget]]:
+    """Every flavor budget every tenant file declares, default and per-cluster alike."""
     for t in model.tenants:
-        if t.default_budget:
-            for fb in t.default_budget:
-                yield t, "*", fb
-        for cluster, budget in t.cluster_budgets.items():
+        for cluster, budget in t.all_budgets():
             for fb in budget:
                 yield t, cluster, fb
 
@@ -318,7 +315,7 @@ def budget_duplicate_flavor(model: Model, catalog: Catalog) -> Iterator[Finding]
     Fails: [{flavor: h100, ...}, {flavor: h100, ...}].
     """
     for t in model.tenants:
-        for budget in [t.default_budget or (), *t.cluster_budgets.values()]:
+        for _, budget in t.all_budgets():
             seen: set[str] = set()
             for fb in budget:
                 if fb.flavor in seen:
@@ -357,7 +354,7 @@ def cohort_required(model: Model, catalog: Catalog) -> Iterator[Finding]:
     for t in model.tenants:
         if t.cohort is not None:
             continue
-        for budget in [t.default_budget or (), *t.cluster_budgets.values()]:
+        for _, budget in t.all_budgets():
             for fb in budget:
                 for name, amount in (*fb.devices, *fb.resources):
                     if amount.borrowing is not None or amount.lending is not None:

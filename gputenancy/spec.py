@@ -85,6 +85,11 @@ class Tenant:
     def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...] | None:
         return self.cluster_budgets.get(cluster, self.default_budget)
 
+    def all_budgets(self) -> list[tuple[str, tuple[FlavorBudget, ...]]]:
+        """Every budget list the file declares: ("*", default) and (cluster, override)."""
+        out = [("*", self.default_budget)] if self.default_budget else []
+        return out + list(self.cluster_budgets.items())
+
     def placed_on(self, cluster: str) -> bool:
         if self.clusters is not None:
             return cluster in self.clusters
@@ -706,14 +711,6 @@ def _load_tenants(root: Path, findings: list[Finding]) -> list[Tenant]:
         except PipelineError as exc:
             findings.extend(exc.findings)
     return tenants
-
-
-def all_config_files(root: Path) -> Iterable[Path]:
-    """Every input file that can change the output (for cache keys and check)."""
-    for sub in ("base", "overlays", "tenants"):
-        d = root / sub
-        if d.is_dir():
-            yield from sorted(p for p in d.rglob("*") if p.is_file())
 
 
 __all__ = [
