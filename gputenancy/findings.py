@@ -49,7 +49,3 @@ class PipelineError(Exception):
     def __init__(self, findings: Iterable[Finding]) -> None:
         self.findings = sorted(findings)
         super().__init__(f"{len(self.findings)} finding(s)")
-
-
-def errors(findings: Iterable[Finding]) -> list[Finding]:
-    return [f for f in findings if f.severity is Severity.ERROR]
