@@ -1,6 +1,11 @@
-"""Records -> Kubernetes objects through jinja2 templates. Every value reaches YAML through the `y`
-filter (JSON, which is YAML flow syntax), so no input string can add keys; the template output is
+"""Records -> Kubernetes objects through jinja2 templates. Every value reaches the output through the `y`
+filter (JSON, which is also YAML flow syntax), so no input string can add keys; the template output is
 parsed back and checked before anything is returned.
+
+Templates of objects rendered once per tenant (`*.json.j2`: ClusterQueue, LocalQueue,
+ResourceClaimTemplate) write JSON, which `json.loads` parses about ten times faster than the YAML
+reader: at 1,000 tenants that is 11,000 objects per run. Platform templates (`*.yaml.j2`, a handful of
+objects per cluster) stay YAML.
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         auto_reload=False,  # package files: no stat() of the template on every render
-        autoescape=False,  # noqa: S701 - YAML output; every value goes through the `y` serialising filter
+        autoescape=False,  # noqa: S701 - YAML and JSON output; every value goes through the `y` serialising filter
     )
     env.filters["y"] = _y
     return env
@@ -76,7 +81,7 @@ def environment() -> jinja2.Environment:
 
 def _render(template: str, **values: Any) -> dict[str, Any]:
     text = environment().get_template(template).render(**values)
-    body = fastyaml.load(text)
+    body = json.loads(text) if template.endswith(".json.j2") else fastyaml.load(text)
     if not isinstance(body, dict):
         raise PipelineError(
             [Origin(f"<template {template}>").finding("render", "template did not produce an object")]
@@ -131,7 +136,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
     stop = "HoldAndDrain" if tenant.state == "draining" else "None"
     namespaces = [ns for ns, _ in tenant.namespaces]
     cq = _render(
-        "clusterqueue.yaml.j2",
+        "clusterqueue.json.j2",
         name=tenant.name,
         cohort=tenant.cohort,
         namespaces=sorted(namespaces),
@@ -147,7 +152,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
     out = [RenderedObject(cluster.name, cq, tenant.origin, field_origins)]
     for ns, origin in tenant.namespaces:
         lq = _render(
-            "localqueue.yaml.j2",
+            "localqueue.json.j2",
             name=tenant.local_queue,
             namespace=ns,
             cluster_queue=tenant.name,
@@ -158,7 +163,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
     for ct in claims_on(tenant, cluster.name):
         for ns in ct.namespaces or namespaces:
             rct = _render(
-                "resourceclaimtemplate.yaml.j2",
+                "resourceclaimtemplate.json.j2",
                 name=ct.name,
                 namespace=ns,
                 claim_labels={TENANT_LABEL: tenant.name},
