@@ -13,8 +13,10 @@ kustomize's build time grows quadratically with the number of objects, so tenant
 through one build: they are split into shards of about SHARD_SIZE objects, one kustomize process
 each, `workers` at a time. Objects come in groups (one tenant's objects); a shard holds whole groups
 where it can, and each built object goes back to the group of the object with its key in its shard.
-Objects the Component renames or adds (namePrefix, generators) belong to no group: they come back as
-`Built.extra` (and the engine does not cache that cluster's tenants). When the overlay has no tenant
+A shard starts building as soon as it is full (`Build.add`), and groups are handed back one at a
+time (`Build.group`), so rendering, kustomize and validation overlap. Objects the Component renames
+or adds (namePrefix, generators) belong to no group: they come back from `Build.extra` (and the
+engine does not cache that cluster's tenants). When the overlay has no tenant
 Component there is nothing to transform and tenant objects skip kustomize altogether; the output is
 the same bytes either way, because every object is re-serialised by `objects.to_yaml`.
 
@@ -27,14 +29,13 @@ measurements in docs/performance.md.
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import hashlib
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -162,38 +163,36 @@ def _remote(path: Path) -> bool:
     )
 
 
-def _pack(
-    groups: Sequence[Sequence[RenderedObject]], shard_size: int
-) -> list[list[tuple[int, Sequence[RenderedObject]]]]:
-    """Shards of at most `shard_size` objects; a group is split only where it does not fit."""
-    shards: list[list[tuple[int, Sequence[RenderedObject]]]] = []
-    current: list[tuple[int, Sequence[RenderedObject]]] = []
-    room = shard_size
-    for index, group in enumerate(groups):
+class _Packer:
+    """Shards of at most `size` objects, filled group by group; a group is split only where it does not
+    fit (a group larger than a shard fills whole shards). `add` returns the shards it closed."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.current: list[tuple[int, Sequence[RenderedObject]]] = []
+        self.room = size
+
+    def add(
+        self, index: int, group: Sequence[RenderedObject]
+    ) -> list[list[tuple[int, Sequence[RenderedObject]]]]:
+        closed = []
         start = 0
         while start < len(group):
-            if room == 0 or (room < len(group) - start and current and len(group) <= shard_size):
-                shards.append(current)
-                current, room = [], shard_size
-            take = group[start : start + room]
-            current.append((index, take))
-            room -= len(take)
+            if self.room == 0 or (
+                self.room < len(group) - start and self.current and len(group) <= self.size
+            ):
+                closed.append(self.current)
+                self.current, self.room = [], self.size
+            take = group[start : start + self.room]
+            self.current.append((index, take))
+            self.room -= len(take)
             start += len(take)
-    if current:
-        shards.append(current)
-    return shards
+        return closed
 
-
-@dataclasses.dataclass(frozen=True)
-class Built:
-    """What kustomize returned: the platform layer, the tenant objects per input group, and the objects
-    that came out of tenant shards under a key that went in to none of them (renamed or generated)."""
-
-    platform: list[RenderedObject]
-    groups: list[list[RenderedObject]]
-    extra: list[RenderedObject]
-    shards: int
-    seconds: float  # summed wall time of the kustomize processes
+    def close(self) -> list[list[tuple[int, Sequence[RenderedObject]]]]:
+        closed = [self.current] if self.current else []
+        self.current, self.room = [], self.size
+        return closed
 
 
 class Stage:
@@ -247,74 +246,154 @@ class Stage:
             h.update(data)
         return h.hexdigest()
 
-    def start(
+    def begin(
         self,
         platform: Sequence[RenderedObject],
-        groups: Sequence[Sequence[RenderedObject]],
         pool: concurrent.futures.Executor,
         *,
         shard_size: int = SHARD_SIZE,
-    ) -> Callable[[], Built]:
-        """Write the layers and submit the kustomize processes; returns the function that waits for
-        them and re-attaches provenance (raises PipelineError on kustomize or duplicate problems)."""
-        stage, cluster = self.path, self.cluster
-        blame = f"overlays/{cluster}/kustomization.yaml"
-        _write_layer(self.overlay / PLATFORM_DIR, platform)
+    ) -> Build:
+        """Write the platform layer and start its build; tenant groups follow with `Build.add`."""
+        return Build(self, platform, pool, shard_size)
 
-        def job(directory: Path) -> tuple[list[Body], float]:
-            started = time.perf_counter()
-            bodies = _kustomize(directory, stage, blame)
-            return bodies, time.perf_counter() - started
 
-        platform_job = pool.submit(job, self.overlay)
-        shard_jobs = []
-        owners: list[dict[ObjectKey, int]] = []
-        if self.component:
-            for n, shard in enumerate(_pack(groups, max(1, shard_size))):
-                directory = stage / "shards" / str(n)
-                directory.mkdir(parents=True)
-                (directory / "objects.json").write_text(
-                    "---\n".join(_document(o.body) for _, objects in shard for o in objects), encoding="utf-8"
-                )
-                (directory / "kustomization.yaml").write_text(
-                    _kustomization(["objects.json"], [f"../../overlays/{cluster}/{TENANT_COMPONENT}"]),
-                    encoding="utf-8",
-                )
-                owners.append({o.key: index for index, objects in shard for o in objects})
-                shard_jobs.append(pool.submit(job, directory))
+class Build:
+    """The kustomize processes of one cluster. The overlay (platform layer) builds at once; tenant
+    groups are packed into shards as they are added, and each full shard starts building right away,
+    so kustomize runs while the caller renders the next tenants. Results are taken group by group
+    (`group` waits only for the shards that hold that group), so the caller can validate the first
+    tenants while later shards still build. kustomize problems raise PipelineError from whichever
+    method first waits for the failed process."""
 
-        def wait() -> Built:
-            fallback = Origin(blame)
+    def __init__(
+        self,
+        stage: Stage | None,
+        platform: Sequence[RenderedObject],
+        pool: concurrent.futures.Executor | None = None,
+        shard_size: int = SHARD_SIZE,
+    ) -> None:
+        """Without a stage nothing is built: objects come back as rendered (`--no-kustomize`)."""
+        self._stage, self._pool = stage, pool
+        self._component = stage is not None and stage.component
+        cluster = stage.cluster if stage is not None else ""
+        self._blame = f"overlays/{cluster}/kustomization.yaml"
+        self._fallback = Origin(self._blame)
+        self._rendered_platform = list(platform)
+        self._platform_job: concurrent.futures.Future[tuple[list[Body], float]] | None = None
+        self._built_platform: list[RenderedObject] | None = None
+        if stage is not None:
+            assert pool is not None, "a build needs a pool"
+            _write_layer(stage.overlay / PLATFORM_DIR, platform)
+            self._platform_job = pool.submit(self._job, stage.overlay)
+        else:
+            self._built_platform = self._rendered_platform
+        self._packer = _Packer(max(1, shard_size))
+        self._groups: list[Sequence[RenderedObject]] = []
+        self._shard_of: list[list[int]] = []  # per group: the shards holding its objects
+        self._jobs: list[concurrent.futures.Future[tuple[list[Body], float]]] = []
+        self._owners: list[dict[ObjectKey, int]] = []
+        self._collected = 0  # shards whose bodies are sorted into groups
+        self._found: list[list[Body]] = []
+        self._extra: list[Body] = []
+        self.seconds = 0.0  # summed wall time of the kustomize processes collected so far
+
+    @property
+    def shards(self) -> int:
+        return len(self._jobs)
+
+    def _job(self, directory: Path) -> tuple[list[Body], float]:
+        assert self._stage is not None
+        started = time.perf_counter()
+        bodies = _kustomize(directory, self._stage.path, self._blame)
+        return bodies, time.perf_counter() - started
+
+    def _submit(self, shard: list[tuple[int, Sequence[RenderedObject]]]) -> None:
+        assert self._stage is not None and self._pool is not None
+        n = len(self._jobs)
+        directory = self._stage.path / "shards" / str(n)
+        directory.mkdir(parents=True)
+        (directory / "objects.json").write_text(
+            "---\n".join(_document(o.body) for _, objects in shard for o in objects), encoding="utf-8"
+        )
+        (directory / "kustomization.yaml").write_text(
+            _kustomization(["objects.json"], [f"../../overlays/{self._stage.cluster}/{TENANT_COMPONENT}"]),
+            encoding="utf-8",
+        )
+        for index, _ in shard:
+            if not self._shard_of[index] or self._shard_of[index][-1] != n:
+                self._shard_of[index].append(n)
+        self._owners.append({o.key: index for index, objects in shard for o in objects})
+        self._jobs.append(self._pool.submit(self._job, directory))
+
+    def add(self, group: Sequence[RenderedObject]) -> int:
+        """Queue one tenant's objects; returns the group's index."""
+        index = len(self._groups)
+        self._groups.append(group)
+        self._shard_of.append([])
+        self._found.append([])
+        if self._component:
+            for shard in self._packer.add(index, group):
+                self._submit(shard)
+        return index
+
+    def close(self) -> None:
+        """No more groups: start the last, partly filled shard."""
+        if self._component:
+            for shard in self._packer.close():
+                self._submit(shard)
+
+    def cancel(self) -> None:
+        for job in self._jobs:
+            job.cancel()
+
+    def _collect(self, upto: int) -> None:
+        """Sort the bodies of shards up to `upto` (exclusive) into their groups, in shard order."""
+        try:
+            while self._collected < upto:
+                bodies, seconds = self._jobs[self._collected].result()
+                owner = self._owners[self._collected]
+                self.seconds += seconds
+                for body in bodies:
+                    index = owner.get(key_of(body))
+                    (self._found[index] if index is not None else self._extra).append(body)
+                self._collected += 1
+        except BaseException:
+            self.cancel()
+            raise
+
+    def platform(self) -> list[RenderedObject]:
+        """The overlay's built objects (the platform layer and anything the overlay adds)."""
+        if self._built_platform is None:
+            assert self._platform_job is not None and self._stage is not None
             try:
-                bodies, seconds = platform_job.result()
-                outputs = [j.result() for j in shard_jobs]
-            finally:
-                for j in shard_jobs:
-                    j.cancel()
-            built_platform = _reattach(cluster, bodies, platform, fallback)
-            per_group: list[list[Body]] = [[] for _ in groups]
-            extra: list[Body] = []
-            if self.component:
-                for (shard_bodies, shard_seconds), owner in zip(outputs, owners, strict=True):
-                    seconds += shard_seconds
-                    for body in shard_bodies:
-                        index = owner.get(key_of(body))
-                        (per_group[index] if index is not None else extra).append(body)
-            else:
-                per_group = [[dict(o.body) for o in group] for group in groups]
-            built_groups = [
-                _reattach(cluster, found, group, fallback)
-                for found, group in zip(per_group, groups, strict=True)
-            ]
-            return Built(
-                built_platform,
-                built_groups,
-                _reattach(cluster, extra, [], fallback),
-                len(shard_jobs),
-                seconds,
+                bodies, seconds = self._platform_job.result()
+            except BaseException:
+                self.cancel()
+                raise
+            self.seconds += seconds
+            self._built_platform = _reattach(
+                self._stage.cluster, bodies, self._rendered_platform, self._fallback
             )
+        return list(self._built_platform)
 
-        return wait
+    def group(self, index: int) -> list[RenderedObject]:
+        """The built objects of group `index` (waits for the shards that hold it)."""
+        group = self._groups[index]
+        if self._stage is None:
+            return list(group)
+        if not self._component:
+            return _reattach(self._stage.cluster, [dict(o.body) for o in group], group, self._fallback)
+        if self._shard_of[index]:
+            self._collect(self._shard_of[index][-1] + 1)
+        return _reattach(self._stage.cluster, self._found[index], group, self._fallback)
+
+    def extra(self) -> list[RenderedObject]:
+        """Objects that came out of tenant shards under a key that went into none of them (renamed or
+        generated by the Component); waits for every shard."""
+        if self._stage is None:
+            return []
+        self._collect(len(self._jobs))
+        return _reattach(self._stage.cluster, self._extra, [], self._fallback)
 
 
 def duplicates(cluster: str, objects: Sequence[RenderedObject], blame: Origin) -> list[Finding]:
@@ -343,8 +422,10 @@ def build(
         Stage(root, cluster) as stage,
         concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2) as pool,
     ):
-        built = stage.start(platform, [tenants], pool, shard_size=shard_size)()
-    objects = [*built.platform, *(o for g in built.groups for o in g), *built.extra]
+        running = stage.begin(platform, pool, shard_size=shard_size)
+        running.add(tenants)
+        running.close()
+        objects = [*running.platform(), *running.group(0), *running.extra()]
     problems = duplicates(cluster, objects, Origin(f"overlays/{cluster}/kustomization.yaml"))
     if problems:
         raise PipelineError(problems)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
-import functools
 import gc
 import json
 import os
@@ -231,12 +230,11 @@ class _Cluster:
     """One cluster between rendering and collecting its build."""
 
     cluster: Cluster
-    platform: list[RenderedObject]
     tenants: list[Tenant]
     keys: list[str]
     cached: dict[int, _Done]
-    fresh: list[int]
-    wait: Callable[[], build.Built]
+    groups: dict[int, int]  # tenant index -> group index in `running`
+    running: build.Build
     crd_dir: Path | None
     kustomized: bool
     key: str  # of the cluster, for cache keys ("" without a cache)
@@ -297,7 +295,7 @@ def _run(
     shard_size: int,
     workers: int | None,
 ) -> Result:
-    from gputenancy import configcheck, validate
+    from gputenancy import configcheck
 
     clock = _Clock()
     store = _open(root, cache)
@@ -382,94 +380,108 @@ def _run(
             hits += len(cached)
             misses += len(fresh)
             clock.lap("cache")
-            groups = [render_tenant(tenants[i], c, catalog) for i in fresh]
+            running = (
+                stage.begin(platform, pool, shard_size=shard_size)
+                if stage is not None
+                else build.Build(None, platform)
+            )
+            groups = {i: running.add(render_tenant(tenants[i], c, catalog)) for i in fresh}
+            running.close()
             rendered += [(name, tenants[i].name) for i in fresh]
-            if stage is not None:
-                wait = stage.start(platform, groups, pool, shard_size=shard_size)
-            else:
-                wait = functools.partial(build.Built, platform, groups, [], 0, 0.0)
             pending.append(
-                _Cluster(
-                    c, platform, tenants, keys, cached, fresh, wait, crd_dir, stage is not None, cluster_key
-                )
+                _Cluster(c, tenants, keys, cached, groups, running, crd_dir, stage is not None, cluster_key)
             )
             clock.lap("render")
         for p in pending:
-            name, c = p.cluster.name, p.cluster
             try:
-                built = p.wait()
+                outcome = _collect(p, store, clock)
             except PipelineError as exc:
                 clock.lap("kustomize")
                 findings.extend(exc.findings)
                 continue
-            shards += built.shards
-            kustomize_seconds += built.seconds
-            clock.lap("kustomize")
-
-            def check(
-                objects: Sequence[RenderedObject], c: Cluster = c, crd_dir: Path | None = p.crd_dir
-            ) -> validate.ValidationReport:
-                return validate.validate_objects(
-                    objects,
-                    kueue_version=c.kueue_version,
-                    kubernetes_version=c.kubernetes_version,
-                    crd_dir=crd_dir,
-                )
-
-            made = dict(zip(p.fresh, built.groups, strict=True))
-            objects = [
-                *built.platform,
-                *(o for i in range(len(p.tenants)) for o in (made[i] if i in made else p.cached[i].objects)),
-                *built.extra,
-            ]
-            if p.kustomized:
-                duplicated = build.duplicates(name, objects, Origin(f"overlays/{name}/kustomization.yaml"))
-                if duplicated:
-                    findings.extend(duplicated)
-                    continue
-            platform_findings, skipped = _platform_report(
-                store if p.key else None, p.key, built.platform, check
-            )
-            notes.extend(f"{name}: {s}" for s in skipped)
-            if c.overcommit:
-                notes.append(f"{name}: overcommit is allowed by overlays/{name}/cluster.yaml")
-            made_findings = {i: check(group).findings for i, group in made.items()}
-            extra_findings = check(built.extra).findings if built.extra else ()
-            clock.lap("validate")
-            platform_files, tree_problems = _files(built.platform)
-            finished: dict[int, _Done] = dict(p.cached)
-            for i, group in made.items():
-                files, problems = _files(group)
-                tree_problems += problems
-                finished[i] = _Done(tuple(group), tuple(files), made_findings[i])
-                if store is not None and p.key and not problems and not built.extra:
-                    value = _encode(finished[i])
-                    if value is not None:
-                        store.put(TENANT_ENTRY, p.keys[i], value)
-            extra_files, problems = _files(built.extra)
-            tree_problems += problems
-            ordered = [finished[i] for i in range(len(p.tenants))]
-            findings.extend(
-                _once_per_run(
-                    [*platform_findings, *(f for d in ordered for f in d.findings), *extra_findings]
-                )
-            )
-            tree: dict[str, bytes] = {}
-            if not tree_problems:
-                files = [*platform_files, *(f for d in ordered for f in d.files), *extra_files]
-                for obj, (path, data) in zip(objects, files, strict=True):
-                    if path in tree:
-                        tree_problems.append(
-                            obj.origin.finding("object-name", f"{obj.key} would overwrite {path}")
-                        )
-                    tree[path] = data
-            clock.lap("serialise")
-            if tree_problems:
-                findings.extend(tree_problems)
-                continue
-            results[name] = ClusterResult(name, tuple(objects), dict(sorted(tree.items())))
+            finally:
+                shards += p.running.shards
+                kustomize_seconds += p.running.seconds
+            findings.extend(outcome.findings)
+            notes.extend(outcome.notes)
+            if outcome.result is not None:
+                results[p.cluster.name] = outcome.result
     stats = _stats(store, clock, hits, misses, tuple(rendered), shards, kustomize_seconds)
     return Result(model, results, tuple(sorted(set(findings))), tuple(notes), stats)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outcome:
+    result: ClusterResult | None
+    findings: list[Finding]
+    notes: list[str]
+
+
+def _collect(p: _Cluster, store: Cache | None, clock: _Clock) -> _Outcome:
+    """Validate and serialise one cluster's objects as its build hands them back, tenant by tenant.
+    Raises PipelineError when kustomize failed."""
+    from gputenancy import validate
+
+    name, c = p.cluster.name, p.cluster
+
+    def check(objects: Sequence[RenderedObject]) -> validate.ValidationReport:
+        return validate.validate_objects(
+            objects, kueue_version=c.kueue_version, kubernetes_version=c.kubernetes_version, crd_dir=p.crd_dir
+        )
+
+    platform = p.running.platform()
+    clock.lap("kustomize")
+    platform_files, tree_problems = _files(platform)
+    clock.lap("serialise")
+    finished: dict[int, _Done] = {}
+    fresh: list[int] = []
+    for i in range(len(p.tenants)):
+        if i in p.cached:
+            finished[i] = p.cached[i]
+            continue
+        group = p.running.group(p.groups[i])
+        clock.lap("kustomize")
+        group_findings = check(group).findings
+        clock.lap("validate")
+        files, problems = _files(group)
+        tree_problems += problems
+        finished[i] = _Done(tuple(group), tuple(files), group_findings)
+        if not problems:
+            fresh.append(i)
+        clock.lap("serialise")
+    extra = p.running.extra()
+    clock.lap("kustomize")
+    objects = [*platform, *(o for i in range(len(p.tenants)) for o in finished[i].objects), *extra]
+    if p.kustomized:
+        duplicated = build.duplicates(name, objects, Origin(f"overlays/{name}/kustomization.yaml"))
+        if duplicated:
+            return _Outcome(None, duplicated, [])
+    platform_findings, skipped = _platform_report(store if p.key else None, p.key, platform, check)
+    notes = [f"{name}: {s}" for s in skipped]
+    if c.overcommit:
+        notes.append(f"{name}: overcommit is allowed by overlays/{name}/cluster.yaml")
+    extra_findings = check(extra).findings if extra else ()
+    clock.lap("validate")
+    if store is not None and p.key and not extra:
+        for i in fresh:
+            value = _encode(finished[i])
+            if value is not None:
+                store.put(TENANT_ENTRY, p.keys[i], value)
+    extra_files, problems = _files(extra)
+    tree_problems += problems
+    ordered = [finished[i] for i in range(len(p.tenants))]
+    findings = _once_per_run([*platform_findings, *(f for d in ordered for f in d.findings), *extra_findings])
+    tree: dict[str, bytes] = {}
+    if not tree_problems:
+        files = [*platform_files, *(f for d in ordered for f in d.files), *extra_files]
+        for obj, (path, data) in zip(objects, files, strict=True):
+            if path in tree:
+                tree_problems.append(obj.origin.finding("object-name", f"{obj.key} would overwrite {path}"))
+            tree[path] = data
+    clock.lap("serialise")
+    if tree_problems:
+        return _Outcome(None, [*findings, *tree_problems], notes)
+    return _Outcome(ClusterResult(name, tuple(objects), dict(sorted(tree.items()))), findings, notes)
 
 
 def _stats(

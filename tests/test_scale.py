@@ -86,6 +86,19 @@ def test_cold_and_warm_cache_give_the_same_output(fleet_root: Path, reference: A
     assert _snapshot(warm) == reference
 
 
+def test_shards_split_a_group_only_when_it_is_larger_than_a_shard() -> None:
+    packer = build._Packer(4)
+    sizes = [3, 2, 9, 1, 4]
+    closed = []
+    for index, size in enumerate(sizes):
+        closed += packer.add(index, [index] * size)  # type: ignore[list-item]
+    closed += packer.close()
+    shards = [[(i, len(objs)) for i, objs in shard] for shard in closed]
+    # group 1 does not fit beside group 0; group 2 is larger than a shard, so it fills what is left
+    assert shards == [[(0, 3)], [(1, 2), (2, 2)], [(2, 4)], [(2, 3), (3, 1)], [(4, 4)]]
+    assert packer.close() == []
+
+
 @pytest.mark.parametrize("shard_size", [7, 100_000])
 def test_shard_size_does_not_change_the_output(fleet_root: Path, reference: Any, shard_size: int) -> None:
     result = engine.run(fleet_root, schemas=_schemas(), cache=None, shard_size=shard_size)
