@@ -69,10 +69,13 @@ class Rule:
         return (self.check.__doc__ or "").strip()
 
 
+_MAPPING = (dict, Mapping)
+
+
 def get_in(body: Any, *keys: str) -> Any:
     """body[key1][key2]..., or None where a level is missing or not a mapping."""
     for key in keys:
-        if not isinstance(body, dict | Mapping):
+        if not isinstance(body, _MAPPING):
             return None
         body = body.get(key)
     return body
@@ -82,7 +85,7 @@ def mapping_items(value: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
     """(index, item) for every mapping in a list; nothing when `value` is not a list."""
     if isinstance(value, list):
         for i, item in enumerate(value):
-            if isinstance(item, dict | Mapping):
+            if isinstance(item, _MAPPING):
                 yield i, item
 
 
@@ -121,17 +124,24 @@ def _claim_spec(body: Mapping[str, Any]) -> tuple[FieldPath, Any]:
 
 def _requests(body: Mapping[str, Any]) -> Iterator[tuple[FieldPath, Mapping[str, Any]]]:
     root, spec = _claim_spec(body)
-    for i, req in mapping_items(get_in(spec, "devices", "requests")):
-        yield (*root, "devices", "requests", i), req
+    requests = get_in(spec, "devices", "requests")
+    if isinstance(requests, list):
+        for i, req in enumerate(requests):
+            if isinstance(req, _MAPPING):
+                yield (*root, "devices", "requests", i), req
 
 
 def _device_requests(body: Mapping[str, Any]) -> Iterator[tuple[FieldPath, Mapping[str, Any]]]:
     """Every `exactly` request and every firstAvailable subrequest: both carry class, selectors, count."""
     for path, req in _requests(body):
-        if isinstance(req.get("exactly"), Mapping):
-            yield (*path, "exactly"), req["exactly"]
-        for k, sub in mapping_items(req.get("firstAvailable")):
-            yield (*path, "firstAvailable", k), sub
+        exactly = req.get("exactly")
+        if isinstance(exactly, _MAPPING):
+            yield (*path, "exactly"), exactly
+        subrequests = req.get("firstAvailable")
+        if isinstance(subrequests, list):
+            for k, sub in enumerate(subrequests):
+                if isinstance(sub, _MAPPING):
+                    yield (*path, "firstAvailable", k), sub
 
 
 def _selectors(body: Mapping[str, Any]) -> Iterator[tuple[FieldPath, Any]]:
@@ -274,7 +284,11 @@ def dra_total_devices(body: Mapping[str, Any]) -> Iterator[Problem]:
 
 def _too_many(path: FieldPath, value: Any, limit: int) -> Iterator[Problem]:
     if isinstance(value, list) and len(value) > limit:
-        yield Problem(path, f"Too many: {len(value)}: must have at most {limit} items")
+        yield _too_many_problem(path, value, limit)
+
+
+def _too_many_problem(path: FieldPath, value: list[Any], limit: int) -> Problem:
+    return Problem(path, f"Too many: {len(value)}: must have at most {limit} items")
 
 
 def dra_claim_limits(body: Mapping[str, Any]) -> Iterator[Problem]:
@@ -285,17 +299,24 @@ def dra_claim_limits(body: Mapping[str, Any]) -> Iterator[Problem]:
     Fails: 33 requests.
     """
     root, spec = _claim_spec(body)
+    devices = get_in(spec, "devices")
     for field, limit in (
         ("requests", MAX_REQUESTS),
         ("constraints", MAX_CONSTRAINTS),
         ("config", MAX_CONFIG),
     ):
-        yield from _too_many((*root, "devices", field), get_in(spec, "devices", field), limit)
+        value = get_in(devices, field)
+        if isinstance(value, list) and len(value) > limit:
+            yield _too_many_problem((*root, "devices", field), value, limit)
     for path, req in _requests(body):
-        yield from _too_many((*path, "firstAvailable"), req.get("firstAvailable"), MAX_SUBREQUESTS)
+        value = req.get("firstAvailable")
+        if isinstance(value, list) and len(value) > MAX_SUBREQUESTS:
+            yield _too_many_problem((*path, "firstAvailable"), value, MAX_SUBREQUESTS)
     for path, dev in _device_requests(body):
-        yield from _too_many((*path, "selectors"), dev.get("selectors"), MAX_SELECTORS)
-        yield from _too_many((*path, "tolerations"), dev.get("tolerations"), MAX_TOLERATIONS)
+        for field, limit in (("selectors", MAX_SELECTORS), ("tolerations", MAX_TOLERATIONS)):
+            value = dev.get(field)
+            if isinstance(value, list) and len(value) > limit:
+                yield _too_many_problem((*path, field), value, limit)
 
 
 def dra_template_metadata(body: Mapping[str, Any]) -> Iterator[Problem]:

@@ -13,6 +13,7 @@ messages are apimachinery's without the "(e.g. ..., regex used for validation is
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -40,10 +41,33 @@ _QUALIFIED_NAME_MSG = (
 )
 
 
+_MEMO_MAX_LENGTH = 256  # longer values are rare and always checked afresh
+
+
 def _max_len(limit: int) -> str:
     return f"must be no more than {limit} characters"
 
 
+def _memoised(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """`check` with its messages remembered for the short strings objects repeat (label keys, names).
+
+    Every call still returns a new list; values that are not exactly `str` are checked afresh.
+    """
+
+    @functools.lru_cache(maxsize=8192)
+    def remembered(value: str) -> tuple[str, ...]:
+        return tuple(check(value))
+
+    @functools.wraps(check)
+    def wrapper(value: str) -> list[str]:
+        if type(value) is str and len(value) <= _MEMO_MAX_LENGTH:
+            return list(remembered(value))
+        return check(value)
+
+    return wrapper
+
+
+@_memoised
 def dns1123_label_errors(value: str) -> list[str]:
     """IsDNS1123Label: lower-case alphanumerics and '-', at most 63 characters."""
     errs = []
@@ -57,6 +81,7 @@ def dns1123_label_errors(value: str) -> list[str]:
     return errs
 
 
+@_memoised
 def dns1123_subdomain_errors(value: str) -> list[str]:
     """IsDNS1123Subdomain: dot-separated DNS labels, at most 253 characters."""
     errs = []
@@ -70,6 +95,7 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     return errs
 
 
+@_memoised
 def dns1035_label_errors(value: str) -> list[str]:
     """IsDNS1035Label: like a DNS-1123 label, but starting with a letter."""
     errs = []
@@ -83,6 +109,7 @@ def dns1035_label_errors(value: str) -> list[str]:
     return errs
 
 
+@_memoised
 def qualified_name_errors(value: str) -> list[str]:
     """IsQualifiedName (label keys, resource names): `[prefix/]name`, name <= 63, prefix a DNS subdomain.
 
@@ -113,6 +140,7 @@ def qualified_name_errors(value: str) -> list[str]:
     return errs
 
 
+@_memoised
 def label_value_errors(value: str) -> list[str]:
     """IsValidLabelValue: empty, or at most 63 characters of alphanumerics, '-', '_', '.'."""
     errs = []
@@ -123,6 +151,7 @@ def label_value_errors(value: str) -> list[str]:
     return errs
 
 
+@_memoised
 def c_identifier_errors(value: str) -> list[str]:
     """IsCIdentifier: a letter or '_', then letters, digits and '_' (the format only, not the length)."""
     if _C_IDENTIFIER.fullmatch(value):
@@ -133,6 +162,7 @@ def c_identifier_errors(value: str) -> list[str]:
     ]
 
 
+@_memoised
 def device_qualified_name_errors(value: str) -> list[str]:
     """resource.k8s.io QualifiedName: a C identifier, or a DNS-subdomain domain, '/', and a C identifier.
 

@@ -14,17 +14,18 @@ import dataclasses
 import functools
 import importlib.resources
 import json
+import marshal
+import os
 import re
 import types
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import cel
 import jsonschema_rs
-import yaml
 
-from gputenancy import webhooks
+from gputenancy import fastyaml, webhooks
 from gputenancy.findings import Finding, Origin, Severity
 from gputenancy.objects import FieldPath, RenderedObject
 
@@ -41,7 +42,10 @@ _OLD_SELF = re.compile(r"\boldSelf\b")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _CEL_ERRORS = (ValueError, TypeError, RuntimeError, LookupError, ArithmeticError)
 _MAX_ANNOTATIONS_BYTES = 256 * 1024
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_MEMO_MAX_KEY = 16 * 1024
+_MARSHAL_VERSION = 2  # the last without back-references, which would make bytes depend on reference counts
+_MEMO_MAX_ENTRIES = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +64,20 @@ class ValidationReport:
 # --- Kueue CRDs: structural schema -> JSON Schema, plus a plan of CEL rules, defaults, list types ------
 
 
+class _Results:
+    """A rule's results by the marshalled value, kept while values repeat often enough."""
+
+    __slots__ = ("hits", "lookups", "results")
+
+    def __init__(self) -> None:
+        self.results: dict[bytes, Any] = {}
+        self.lookups = 0
+        self.hits = 0
+
+    def worthwhile(self) -> bool:
+        return self.lookups < 256 or self.hits * 8 >= self.lookups
+
+
 @dataclasses.dataclass(frozen=True)
 class _CelRule:
     rule: str
@@ -70,11 +88,33 @@ class _CelRule:
     transition: bool
     optional_old_self: bool
     message_expression: cel.Program | None
+    results: _Results = dataclasses.field(default_factory=_Results, compare=False, repr=False)
 
     def activation(self, value: Any) -> dict[str, Any]:
         if self.optional_old_self:
             return {"self": value, "oldSelf": cel.OptionalValue.none()}
         return {"self": value}
+
+    def execute(self, program: cel.Program, value: Any, exact: bool) -> Any:
+        """`program` run on `value`. `exact` says `value` is made of values of exactly the types YAML
+        gives (no subclasses, no bytearray), so that its marshalled bytes stand for it (the same bytes
+        load back as the same value): results are then reused."""
+        memo = self.results
+        if exact and memo.worthwhile():
+            try:
+                key = marshal.dumps(value, _MARSHAL_VERSION)
+            except (ValueError, RecursionError):
+                key = None
+            if key is not None and len(key) <= _MEMO_MAX_KEY:
+                memo.lookups += 1
+                if key in memo.results:
+                    memo.hits += 1
+                    return memo.results[key]
+                result = program.execute(self.activation(value))
+                if len(memo.results) < _MEMO_MAX_ENTRIES:
+                    memo.results[key] = result
+                return result
+        return program.execute(self.activation(value))
 
     def failure_message(self, value: Any) -> str:
         if self.message_expression is not None:
@@ -233,7 +273,7 @@ def _crds(directory: Path) -> Mapping[tuple[str, str], _Crd]:
     """CRDs of a directory by (group, kind), read once per resolved path."""
     found: dict[tuple[str, str], _Crd] = {}
     for file in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
-        for doc in yaml.load_all(file.read_text(encoding="utf-8"), Loader=_Loader):
+        for doc in fastyaml.load_all(file.read_text(encoding="utf-8")):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue
             spec = doc.get("spec") or {}
@@ -324,6 +364,7 @@ def _k8s_validator(version_dir: str, filename: str, relaxed: bool) -> jsonschema
     return jsonschema_rs.Draft202012Validator(schema, registry=_k8s_registry(version_dir, relaxed))
 
 
+@functools.lru_cache(maxsize=1024)
 def _k8s_filename(api_version: str, kind: str) -> str:
     """kubernetes-validate's naming: `<kind>-<first label of group>-<version>.json`."""
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
@@ -335,6 +376,27 @@ def _k8s_filename(api_version: str, kind: str) -> str:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+class _Inexact(Exception):
+    """The value holds something other than exactly dict (str keys), list, str, int, float, bool, None."""
+
+
+def _inexact() -> NoReturn:
+    raise _Inexact
+
+
+def _exact_copy(value: Any) -> Any:
+    """A fresh copy of a dict or list made of exactly dicts with str keys, lists and JSON scalars, or
+    _Inexact. `_plain` gives the same copy, and also copes with anything else."""
+    if type(value) is dict:
+        return {
+            (k if type(k) is str else _inexact()): (v if type(v) in _SCALARS else _exact_copy(v))
+            for k, v in value.items()
+        }
+    if type(value) is list:
+        return [v if type(v) in _SCALARS else _exact_copy(v) for v in value]
+    raise _Inexact
 
 
 def _plain(value: Any) -> Any:
@@ -434,6 +496,23 @@ def _apply_defaults(value: Any, node: _Node) -> None:
             _apply_defaults(item, node.items)
 
 
+def _list_key(item: Any, node: _Node) -> Any:
+    """What makes `item` a duplicate: two items clash exactly when their `_list_text` is the same."""
+    if node.list_type == "map" and isinstance(item, Mapping):
+        fields = tuple([item.get(k) for k in node.map_keys])
+        if all(type(f) is str or f is None for f in fields):
+            return fields
+    elif node.list_type == "set" and type(item) is str:
+        return (item,)
+    return _list_text(item, node)
+
+
+def _list_text(item: Any, node: _Node) -> str:
+    if node.list_type == "map" and isinstance(item, Mapping):
+        return json.dumps({k: item.get(k) for k in node.map_keys}, sort_keys=True)
+    return json.dumps(item, sort_keys=True)
+
+
 def _walk(
     run: _Run,
     obj: RenderedObject,
@@ -442,8 +521,11 @@ def _walk(
     node: _Node,
     path: FieldPath,
     quiet_errors: bool,
+    exact: bool,
 ) -> None:
-    """CEL rules and list-type uniqueness at every node the object has, array items and map values too."""
+    """CEL rules and list-type uniqueness at every node the object has, array items and map values too.
+
+    `exact`: the body is made of exactly dicts, lists and JSON scalars (see `_CelRule.execute`)."""
     for rule in node.rules:
         if rule.transition:
             continue
@@ -451,7 +533,7 @@ def _walk(
             _unsupported(run, obj, body, path, rule, rule.compile_error)
             continue
         try:
-            result = rule.program.execute(rule.activation(value))
+            result = rule.execute(rule.program, value, exact)
         except _CEL_ERRORS as exc:
             detail = (
                 f"no such key: {exc.args[0]}" if isinstance(exc, KeyError) and exc.args else str(exc).strip()
@@ -471,26 +553,23 @@ def _walk(
             run.add(obj, body, (*path, *rule.field_path), "crd-cel", rule.failure_message(value))
     if isinstance(value, list):
         if node.list_type:
-            seen: set[str] = set()
+            seen: set[Any] = set()
             for i, item in enumerate(value):
-                key = (
-                    json.dumps({k: item.get(k) for k in node.map_keys}, sort_keys=True)
-                    if node.list_type == "map" and isinstance(item, Mapping)
-                    else json.dumps(item, sort_keys=True)
-                )
+                key = _list_key(item, node)
                 if key in seen:
-                    run.add(obj, body, (*path, i), "crd-list-duplicate", f"Duplicate value: {key}")
+                    text = _list_text(item, node)
+                    run.add(obj, body, (*path, i), "crd-list-duplicate", f"Duplicate value: {text}")
                 seen.add(key)
         if node.items is not None:
             for i, item in enumerate(value):
-                _walk(run, obj, body, item, node.items, (*path, i), quiet_errors)
+                _walk(run, obj, body, item, node.items, (*path, i), quiet_errors, exact)
     elif isinstance(value, dict | Mapping):
         for key, child in node.properties.items():
             if key in value:
-                _walk(run, obj, body, value[key], child, (*path, key), quiet_errors)
+                _walk(run, obj, body, value[key], child, (*path, key), quiet_errors, exact)
         if node.values is not None:
             for key, item in value.items():
-                _walk(run, obj, body, item, node.values, (*path, key), quiet_errors)
+                _walk(run, obj, body, item, node.values, (*path, key), quiet_errors, exact)
 
 
 def _unsupported(
@@ -507,6 +586,41 @@ def _unsupported(
             f"CEL rule not checked offline ({detail}): {rule.rule}",
             Severity.WARNING,
         )
+
+
+_LABELS: FieldPath = ("metadata", "labels")
+
+
+def _strings_key(mapping: Any, *, values: bool) -> tuple[Any, ...] | None:
+    """A small dict of short strings as a hashable key (its items, or its keys when `values` is
+    False, the values then being free), else None."""
+    if type(mapping) is not dict or len(mapping) > 32:
+        return None
+    for key, value in mapping.items():
+        if type(key) is not str or len(key) > 256:
+            return None
+        if values and (type(value) is not str or len(value) > 256):
+            return None
+    return tuple(mapping.items()) if values else tuple(mapping)
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_problems(items: tuple[tuple[str, str], ...]) -> tuple[tuple[FieldPath, str], ...]:
+    """Label problems of metadata.labels, for labels objects repeat."""
+    return tuple((p.path, p.message) for p in webhooks.label_problems(dict(items), _LABELS))
+
+
+def _annotation_key_problems(key: Any) -> list[tuple[FieldPath, str]]:
+    return [
+        (("metadata", "annotations", str(key)), f"Invalid value: {json.dumps(key)}: {msg}")
+        for msg in webhooks.qualified_name_errors(str(key).lower())
+    ]
+
+
+@functools.lru_cache(maxsize=4096)
+def _annotation_problems(keys: tuple[str, ...]) -> tuple[tuple[FieldPath, str], ...]:
+    """Problems of metadata.annotations keys, for annotation keys objects repeat."""
+    return tuple(problem for key in keys for problem in _annotation_key_problems(key))
 
 
 def _metadata(run: _Run, obj: RenderedObject, body: Mapping[str, Any], group: str, kind: str) -> None:
@@ -557,21 +671,26 @@ def _metadata(run: _Run, obj: RenderedObject, body: Mapping[str, Any], group: st
                 "k8s-metadata",
                 f"Invalid value: {json.dumps(namespace)}: {msg}",
             )
-    for problem in webhooks.label_problems(meta.get("labels"), ("metadata", "labels")):
-        run.add(obj, body, problem.path, "k8s-metadata", problem.message)
+    labels = meta.get("labels")
+    labels_key = _strings_key(labels, values=True)
+    for path, message in (
+        _label_problems(labels_key)
+        if labels_key is not None
+        else [(p.path, p.message) for p in webhooks.label_problems(labels, _LABELS)]
+    ):
+        run.add(obj, body, path, "k8s-metadata", message)
     annotations = meta.get("annotations")
     if isinstance(annotations, Mapping):
+        keys = _strings_key(annotations, values=False)
         size = 0
         for key, value in annotations.items():
             size += len(str(key)) + len(str(value))
-            for msg in webhooks.qualified_name_errors(str(key).lower()):
-                run.add(
-                    obj,
-                    body,
-                    ("metadata", "annotations", str(key)),
-                    "k8s-metadata",
-                    f"Invalid value: {json.dumps(key)}: {msg}",
-                )
+            if keys is None:
+                for path, message in _annotation_key_problems(key):
+                    run.add(obj, body, path, "k8s-metadata", message)
+        if keys is not None:
+            for path, message in _annotation_problems(keys):
+                run.add(obj, body, path, "k8s-metadata", message)
         if size > _MAX_ANNOTATIONS_BYTES:
             run.add(
                 obj,
@@ -595,6 +714,7 @@ def _kueue(
     meta_dir: str | None,
     version: str,
     kind: str,
+    exact: bool,
 ) -> tuple[dict[str, Any], bool]:
     """CRD checks; returns the defaulted body and whether a CRD schema was applied."""
     if meta_dir is not None and isinstance(body.get("metadata"), Mapping):
@@ -644,7 +764,7 @@ def _kueue(
         _apply_defaults(body, compiled.plan)
     errors = run.schema_errors(obj, body, compiled.validator.iter_errors(body), "crd")
     if compiled.plan is not None:
-        _walk(run, obj, body, body, compiled.plan, (), quiet_errors=errors > 0)
+        _walk(run, obj, body, body, compiled.plan, (), errors > 0, exact)
     return body, True
 
 
@@ -688,13 +808,23 @@ def _builtin(
         )
 
 
-def validate_objects(
-    objects: Sequence[RenderedObject], *, kueue_version: str, kubernetes_version: str, crd_dir: Path | None
-) -> ValidationReport:
-    """Judge rendered objects as the API server and Kueue's webhooks would on create."""
-    run = _Run()
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """What a validate_objects call takes from its arguments other than the objects."""
+
+    directory: Path | None
+    findings: tuple[Finding, ...]
+    used: tuple[str, ...]
+    skipped: tuple[str, ...]
+    k8s: tuple[int, int] | None
+    schema_dir: str | None
+    unsupported_k8s: str  # the k8s-version-unsupported message, "" when the version is fine
+
+
+def _setup(crd_dir: Path | None, kueue_version: str, kubernetes_version: str) -> _Setup:
     skipped: list[str] = []
     used: list[str] = []
+    findings: list[Finding] = []
     directory: Path | None = None
     if crd_dir is None:
         skipped.append("Kueue CRD schema validation skipped: no schema directory configured")
@@ -707,7 +837,7 @@ def validate_objects(
         used.append(str(directory))
         wanted, found = _VERSION_RE.search(kueue_version), re.search(r"v(\d+\.\d+\.\d+)", str(directory))
         if wanted and found and wanted.group(0).lstrip("v") != found.group(1):
-            run.findings.append(
+            findings.append(
                 Finding(
                     str(crd_dir),
                     0,
@@ -734,19 +864,54 @@ def validate_objects(
                 f"Kubernetes {kubernetes_version}: built-in kinds checked against the newest bundled "
                 f"schemas ({schema_dir})"
             )
+    unsupported = ""
     if k8s is None or k8s < DRA_MIN_K8S:
-        dra = [o for o in objects if str(o.body.get("apiVersion", "")).startswith(f"{webhooks.RESOURCE}/")]
-        message = (
+        unsupported = (
             f"Kubernetes {kubernetes_version!r}: resource.k8s.io/v1, which Kueue reads, "
             "needs Kubernetes >= 1.34"
             if k8s is not None
             else f"cannot read Kubernetes version {kubernetes_version!r} (expected MAJOR.MINOR, e.g. 1.35)"
         )
+    return _Setup(directory, tuple(findings), tuple(used), tuple(skipped), k8s, schema_dir, unsupported)
+
+
+@functools.lru_cache(maxsize=256)
+def _setup_once(crd_dir: Path | None, cwd: str, kueue_version: str, kubernetes_version: str) -> _Setup:
+    """`_setup` once per process; `cwd` is what a relative `crd_dir` is resolved against."""
+    return _setup(crd_dir, kueue_version, kubernetes_version)
+
+
+def _setup_for(crd_dir: Path | None, kueue_version: str, kubernetes_version: str) -> _Setup:
+    if type(kueue_version) is str and type(kubernetes_version) is str:
+        if crd_dir is None or (isinstance(crd_dir, Path) and crd_dir.is_absolute()):
+            return _setup_once(crd_dir, "", kueue_version, kubernetes_version)
+        if isinstance(crd_dir, Path):
+            try:
+                cwd = os.getcwd()
+            except OSError:
+                return _setup(crd_dir, kueue_version, kubernetes_version)
+            return _setup_once(crd_dir, cwd, kueue_version, kubernetes_version)
+    return _setup(crd_dir, kueue_version, kubernetes_version)
+
+
+def validate_objects(
+    objects: Sequence[RenderedObject], *, kueue_version: str, kubernetes_version: str, crd_dir: Path | None
+) -> ValidationReport:
+    """Judge rendered objects as the API server and Kueue's webhooks would on create."""
+    setup = _setup_for(crd_dir, kueue_version, kubernetes_version)
+    run = _Run()
+    run.findings.extend(setup.findings)
+    directory, k8s, schema_dir = setup.directory, setup.k8s, setup.schema_dir
+    if setup.unsupported_k8s:
+        dra = [o for o in objects if str(o.body.get("apiVersion", "")).startswith(f"{webhooks.RESOURCE}/")]
         where = (dra or list(objects))[0].origin if objects else Origin("")
-        run.findings.append(where.finding("k8s-version-unsupported", message))
+        run.findings.append(where.finding("k8s-version-unsupported", setup.unsupported_k8s))
 
     for obj in objects:
-        body = _plain(obj.body)
+        try:
+            body, exact = _exact_copy(obj.body), True
+        except _Inexact:
+            body, exact = _plain(obj.body), False
         api_version, kind = body.get("apiVersion"), body.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str) or not api_version or not kind:
             run.add(obj, body, (), "k8s-schema", "apiVersion and kind are required")
@@ -757,7 +922,7 @@ def validate_objects(
         _metadata(run, obj, body, group, kind)
         crd_applied = False
         if group == webhooks.KUEUE:
-            body, crd_applied = _kueue(run, obj, body, directory, schema_dir, version, kind)
+            body, crd_applied = _kueue(run, obj, body, directory, schema_dir, version, kind, exact)
         elif schema_dir is not None and k8s is not None:
             _builtin(run, obj, body, schema_dir, k8s, api_version, group, kind)
         for rule in webhooks.rules_for(api_version, kind):
@@ -765,4 +930,4 @@ def validate_objects(
                 continue
             for problem in rule.check(body):
                 run.add(obj, body, problem.path, rule.id, problem.message, problem.severity)
-    return ValidationReport(tuple(sorted(set(run.findings))), tuple(used), tuple(skipped))
+    return ValidationReport(tuple(sorted(set(run.findings))), setup.used, setup.skipped)
