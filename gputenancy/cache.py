@@ -10,7 +10,9 @@ line numbers), the effective device-class catalog, the cluster's Kueue and Kuber
 file kustomize can read for that cluster (base/ and the overlay, its tenant Component included), the
 Kueue CRDs used for validation, the kustomize version, the package's own source, templates and
 schemas, and the versions of the libraries that parse, validate and serialise. A changed input
-gives a new key, so an entry is never stale; old entries are simply not read again.
+gives a new key, so an entry is never stale; old entries are simply not read again. And one entry
+per input file as loaded (`source`): its data with line/column marks, keyed by its path, its bytes
+and the software, so that unchanged files are not parsed again.
 
 How: each entry is a file `<dir>/v1/<kind>/<key[:2]>/<key>.json`: a first line with the sha256 of
 the rest, then the entry as JSON of plain data (carrying its own key). An entry whose digest or key
@@ -126,14 +128,15 @@ class Cache:
     directory: Path
     corrupt: int = 0
 
-    def _path(self, kind: str, key: str) -> Path:
-        return self.directory / FORMAT / kind / key[:2] / f"{key}.json"
+    def _path(self, kind: str, key: str) -> str:
+        # os.path rather than pathlib: a run looks up thousands of entries.
+        return os.path.join(self.directory, FORMAT, kind, key[:2], f"{key}.json")
 
     def get(self, kind: str, key: str) -> Any:
         """The entry stored under `key`, or None when there is none or it does not check out."""
-        path = self._path(kind, key)
         try:
-            raw = path.read_bytes()
+            with open(self._path(kind, key), "rb") as f:
+                raw = f.read()
         except OSError:
             return None
         head, _, payload = raw.partition(b"\n")
@@ -143,14 +146,14 @@ class Cache:
             entry = json.loads(payload)
             if not isinstance(entry, dict) or entry.get("key") != key:
                 raise ValueError("key mismatch")
-        except ValueError:  # UnicodeDecodeError and json.JSONDecodeError are ValueErrors
+        except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError; nesting too deep
             self.corrupt += 1
             return None
         return entry.get("value")
 
     def put(self, kind: str, key: str, value: Any) -> bool:
         """Store `value` (plain data) atomically; False when it could not be written."""
-        path = self._path(kind, key)
+        path = Path(self._path(kind, key))
         payload = json.dumps({"key": key, "value": value}, separators=(",", ":")).encode()
         data = hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
         try:

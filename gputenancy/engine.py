@@ -85,9 +85,17 @@ def crd_dir_for(schemas: Path | None, kueue_version: str) -> Path | None:
     return None
 
 
-def check_only(root: Path, cluster: str | None = None) -> tuple[Model, list[Finding]]:
-    """Load and run the model rules; raises PipelineError on load errors."""
-    model, findings = load_model(root, cluster=cluster)
+def check_only(
+    root: Path,
+    cluster: str | None = None,
+    *,
+    cache: Cache | Path | Literal["auto"] | None = "auto",
+) -> tuple[Model, list[Finding]]:
+    """Load and run the model rules; raises PipelineError on load errors.
+
+    `cache` as for `run`: input files loaded before with the same bytes are read from it instead of
+    being parsed again (`source.load`)."""
+    model, findings = load_model(root, cluster=cluster, cache=_open(root, cache))
     return model, sorted(set(findings) | set(rules.check(model)))
 
 
@@ -299,7 +307,7 @@ def _run(
 
     clock = _Clock()
     store = _open(root, cache)
-    model, findings = check_only(root, cluster)
+    model, findings = check_only(root, cluster, cache=store)
     clock.lap("load")
     notes: list[str] = []
     results: dict[str, ClusterResult] = {}

@@ -41,6 +41,19 @@ Rule ids: source-read, source-not-regular, source-symlink, source-outside-root, 
 source-empty, source-multidoc, source-encoding, source-tab, source-syntax, source-duplicate-key,
 source-alias, source-tag, source-ambiguous-bool (warning), source-key-type, source-depth,
 source-number.
+
+Loaded files in the cache
+-------------------------
+Parsing a file with marks costs several times as much as reading the result back from JSON (about
+0.4-1 ms against 0.1 ms for a tenant file), so with a `Cache`, `load` keeps each loaded `Document`
+(data, marks, key marks, warnings) as a JSON entry of kind ``source``, keyed by a sha256 over the
+file's repository-relative path, its bytes and `cache.software()` (this package's code and the
+versions of PyYAML and libyaml). A hit is the Document a fresh parse gives. Only the parse is
+skipped: the path, file type and size checks run first on every load, and a file with errors is
+never stored. An entry that does not have exactly the shape written here, or whose values could not
+have come from a parse (non-finite floats, nesting deeper than `MAX_DEPTH`, integers outside 64
+bits, an error finding), is a miss and counted in `Cache.corrupt`. Entries are JSON, never pickle:
+the cache may live inside the repository, and reading it must not run anything.
 """
 
 from __future__ import annotations
@@ -70,6 +83,7 @@ from yaml.events import (
     StreamEndEvent,
 )
 
+from gputenancy.cache import Cache, digest, software
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
 
 MAX_FILE_BYTES = 256 * 1024
@@ -81,6 +95,9 @@ MAX_DEPTH = 32
 
 MAX_FINDINGS_PER_RULE = 5
 """Findings of one rule shown per file; an alias bomb or a file full of tabs gives five, then a note."""
+
+CACHE_ENTRY = "source"
+"""The `Cache` kind of loaded input files."""
 
 KeyPath = tuple[str | int, ...]
 Mark = tuple[int, int]
@@ -117,6 +134,11 @@ _AMBIGUOUS_BOOLS = frozenset({"yes", "no", "on", "off"})
 _YAML11_ONLY_BOOLS = frozenset({"y", "Y", "n", "N"})
 _TAG_PREFIX = "tag:yaml.org,2002:"
 _DEPTH_MESSAGE = f"nesting deeper than {MAX_DEPTH} levels"
+# Cache entries: their keys, and the severities a loaded file can keep (errors are raised instead).
+_ENTRY_KEYS = frozenset({"path", "data", "marks", "key_marks", "findings"})
+_CACHED_SEVERITIES = frozenset(s.value for s in Severity if s is not Severity.ERROR)
+_INT_TYPE: frozenset[type] = frozenset({int})
+_STR_TYPE: frozenset[type] = frozenset({str})
 
 
 class _EventSource(Protocol):
@@ -171,12 +193,13 @@ class Document:
 # Public entry points
 
 
-def load(path: Path, root: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Document:
+def load(path: Path, root: Path, *, max_bytes: int = MAX_FILE_BYTES, cache: Cache | None = None) -> Document:
     """Read and check `path` (relative to `root` or absolute); raise PipelineError with all findings.
 
     Paths returned by `discover` are accepted as they are. Messages name the file by its POSIX
     path relative to `root`. A file that resolves (through symlinks or ``..``) outside `root` is
-    refused, as is anything but a regular file.
+    refused, as is anything but a regular file. With `cache`, a file loaded before with the same
+    path, bytes and software is taken from it instead of being parsed again (module docstring).
     """
     full = path
     if not path.is_absolute():
@@ -197,7 +220,20 @@ def load(path: Path, root: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Document
             finding = where.finding("source-outside-root", "file is outside the repository root")
         raise PipelineError([finding])
     data = _read_bounded(real, where, max_bytes)
-    return _load_bytes(data, shown, max_bytes)
+    if cache is None or len(data) > max_bytes:
+        return _load_bytes(data, shown, max_bytes)
+    key = digest(CACHE_ENTRY, software(), shown, data)
+    value = cache.get(CACHE_ENTRY, key)
+    if value is not None:
+        cached = from_entry(value, shown)
+        if cached is not None:
+            return cached
+        cache.corrupt += 1
+    doc = _load_bytes(data, shown, max_bytes)
+    entry = to_entry(doc)
+    if entry is not None:
+        cache.put(CACHE_ENTRY, key, entry)
+    return doc
 
 
 def load_text(text: str | bytes, display_path: str, *, max_bytes: int = MAX_FILE_BYTES) -> Document:
@@ -258,6 +294,114 @@ def discover(
             continue
         files.append(candidate)
     return files, findings
+
+
+# --------------------------------------------------------------------------------------------------
+# Cache entries
+
+
+def to_entry(doc: Document) -> dict[str, Any] | None:
+    """`doc` as plain JSON data for the cache; None when `from_entry` would not give it back equal.
+
+    The marks are not stored with their paths: the paths of a parsed file are those of every node of
+    its data in document order (`_layout`), so an entry holds the data and the (line, col) numbers in
+    that order, flat, and key marks likewise for every node inside a mapping."""
+    paths: list[KeyPath] = []
+    keyed: list[KeyPath] = []
+    if not _layout(doc.data, paths, keyed):
+        return None
+    if paths != list(doc.marks) or keyed != list(doc.key_marks):
+        return None
+    return {
+        "path": doc.path,
+        "data": doc.data,
+        "marks": [n for mark in doc.marks.values() for n in mark],
+        "key_marks": [n for mark in doc.key_marks.values() for n in mark],
+        "findings": [[f.path, f.line, f.col, f.severity.value, f.rule, f.message] for f in doc.findings],
+    }
+
+
+def from_entry(value: Any, shown: str) -> Document | None:
+    """The Document of a cache entry written by `to_entry` for the file `shown`; None when the entry
+    has another shape or holds what no parse gives (the module docstring lists the checks)."""
+    if type(value) is not dict or value.keys() != _ENTRY_KEYS or value["path"] != shown:
+        return None
+    data, flat, keyed_flat, raw = value["data"], value["marks"], value["key_marks"], value["findings"]
+    if not (type(flat) is list and type(keyed_flat) is list and type(raw) is list):
+        return None
+    paths: list[KeyPath] = []
+    keyed: list[KeyPath] = []
+    if not _layout(data, paths, keyed):
+        return None
+    if len(flat) != 2 * len(paths) or len(keyed_flat) != 2 * len(keyed):
+        return None
+    if not (_counts(flat) and _counts(keyed_flat)):
+        return None
+    marks = dict(zip(paths, zip(flat[0::2], flat[1::2], strict=True), strict=True))
+    key_marks = dict(zip(keyed, zip(keyed_flat[0::2], keyed_flat[1::2], strict=True), strict=True))
+    findings: list[Finding] = []
+    for item in raw:
+        if not (type(item) is list and len(item) == 6 and item[0] == shown):
+            return None
+        _, line, col, severity, rule, message = item
+        if not (_counts([line, col]) and type(rule) is str and type(message) is str):
+            return None
+        if severity not in _CACHED_SEVERITIES:
+            return None
+        findings.append(Finding(shown, line, col, Severity(severity), rule, message))
+    return Document(shown, data, MappingProxyType(marks), MappingProxyType(key_marks), tuple(findings))
+
+
+def _counts(values: list[Any]) -> bool:
+    """Line and column numbers: non-negative ints, not bools."""
+    return not values or (set(map(type, values)) <= _INT_TYPE and min(values) >= 0)
+
+
+def _layout(data: Any, paths: list[KeyPath], keyed: list[KeyPath]) -> bool:
+    """Append the path of every node of `data` to `paths` in document order (a collection before its
+    items), and those of mapping entries to `keyed`, as the parser records marks. False when `data`
+    is not something a parse gives: JSON types with string keys, finite floats, integers within 64
+    bits, at most MAX_DEPTH levels of mappings and sequences."""
+    paths.append(())
+    kind = type(data)
+    if kind is dict or kind is list:
+        return _layout_items(data, (), 0, paths, keyed)
+    return _parsed_scalar(data)
+
+
+def _layout_items(
+    value: dict[str, Any] | list[Any], path: KeyPath, depth: int, paths: list[KeyPath], keyed: list[KeyPath]
+) -> bool:
+    if depth >= MAX_DEPTH:
+        return False
+    items: Iterable[tuple[str | int, Any]]
+    if type(value) is dict:
+        if not set(map(type, value)) <= _STR_TYPE:
+            return False
+        items = value.items()
+    else:
+        items = enumerate(value)
+    for key, item in items:
+        child = (*path, key)
+        paths.append(child)
+        if type(key) is str:
+            keyed.append(child)
+        kind = type(item)
+        if kind is dict or kind is list:
+            if not _layout_items(item, child, depth + 1, paths, keyed):
+                return False
+        elif not (kind is str or kind is bool or item is None or _parsed_scalar(item)):
+            return False
+    return True
+
+
+def _parsed_scalar(value: Any) -> bool:
+    kind = type(value)
+    if kind is int:
+        return bool(_INT_MIN <= value <= _INT_MAX)
+    if kind is float:
+        return math.isfinite(value)
+    return kind is str or kind is bool or value is None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -13,14 +13,17 @@ import json
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
 
 from gputenancy import quantity
+from gputenancy.cache import Cache
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.source import Document, discover, load
+
+if TYPE_CHECKING:
+    import jsonschema
 
 API_VERSION = "gputenancy.io/v1"
 DEFAULT_KUEUE_NAMESPACE = "kueue-system"
@@ -218,6 +221,9 @@ def schema(name: str) -> dict[str, Any]:
 
 @functools.cache
 def _validator(name: str) -> jsonschema.Draft202012Validator:
+    """The pure-Python validator, which words the errors of an invalid file (imported only then)."""
+    import jsonschema
+
     return jsonschema.Draft202012Validator(schema(name))
 
 
@@ -569,10 +575,10 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
 
 
 def _load_checked(
-    path: Path, root: Path, schema_name: str, kind: str, findings: list[Finding]
+    path: Path, root: Path, schema_name: str, kind: str, findings: list[Finding], cache: Cache | None
 ) -> Document | None:
     try:
-        doc = load(path, root)
+        doc = load(path, root, cache=cache)
     except PipelineError as exc:
         findings.extend(exc.findings)
         return None
@@ -587,13 +593,18 @@ def _load_checked(
     return None if problems else doc
 
 
-def load_model(root: Path, *, cluster: str | None = None) -> tuple[Model, list[Finding]]:
+def load_model(
+    root: Path, *, cluster: str | None = None, cache: Cache | None = None
+) -> tuple[Model, list[Finding]]:
     """Read base/, overlays/ and tenants/ under root. Returns the model of everything that could be read
-    and every finding; raises PipelineError only when base/ or the overlays cannot be read at all."""
+    and every finding; raises PipelineError only when base/ or the overlays cannot be read at all.
+
+    With `cache`, files are parsed only when their path, bytes or the software changed
+    (`source.load`); schema checks and records are made on every call."""
     findings: list[Finding] = []
-    platform = _load_platform(root, findings)
-    clusters = _load_clusters(root, cluster, findings)
-    tenants = _load_tenants(root, findings)
+    platform = _load_platform(root, findings, cache)
+    clusters = _load_clusters(root, cluster, findings, cache)
+    tenants = _load_tenants(root, findings, cache)
     platform_broken = any(
         f.severity is Severity.ERROR and not f.path.startswith("tenants/") for f in findings
     )
@@ -614,7 +625,7 @@ def load_model(root: Path, *, cluster: str | None = None) -> tuple[Model, list[F
     return Model(root, platform, clusters, tuple(tenants)), findings
 
 
-def _load_platform(root: Path, findings: list[Finding]) -> Platform | None:
+def _load_platform(root: Path, findings: list[Finding], cache: Cache | None) -> Platform | None:
     path = root / "base" / "platform.yaml"
     if not path.is_file():
         findings.append(
@@ -628,7 +639,7 @@ def _load_platform(root: Path, findings: list[Finding]) -> Platform | None:
             )
         )
         return None
-    doc = _load_checked(path, root, "platform", "Platform", findings)
+    doc = _load_checked(path, root, "platform", "Platform", findings, cache)
     if doc is None:
         return None
     cfg_path = root / "base" / doc.data["kueueConfig"]
@@ -640,7 +651,7 @@ def _load_platform(root: Path, findings: list[Finding]) -> Platform | None:
         )
         return None
     try:
-        cfg = load(cfg_path, root)
+        cfg = load(cfg_path, root, cache=cache)
     except PipelineError as exc:
         findings.extend(exc.findings)
         return None
@@ -656,7 +667,9 @@ def _load_platform(root: Path, findings: list[Finding]) -> Platform | None:
         return None
 
 
-def _load_clusters(root: Path, only: str | None, findings: list[Finding]) -> dict[str, Cluster]:
+def _load_clusters(
+    root: Path, only: str | None, findings: list[Finding], cache: Cache | None
+) -> dict[str, Cluster]:
     overlays = root / "overlays"
     clusters: dict[str, Cluster] = {}
     if not overlays.is_dir():
@@ -688,7 +701,7 @@ def _load_clusters(root: Path, only: str | None, findings: list[Finding]) -> dic
                 )
             )
             continue
-        doc = _load_checked(path, root, "cluster", "Cluster", findings)
+        doc = _load_checked(path, root, "cluster", "Cluster", findings, cache)
         if doc is None:
             continue
         try:
@@ -698,12 +711,12 @@ def _load_clusters(root: Path, only: str | None, findings: list[Finding]) -> dic
     return clusters
 
 
-def _load_tenants(root: Path, findings: list[Finding]) -> list[Tenant]:
+def _load_tenants(root: Path, findings: list[Finding], cache: Cache | None) -> list[Tenant]:
     paths, problems = discover(root, "tenants")
     findings.extend(problems)
     tenants = []
     for path in paths:
-        doc = _load_checked(path, root, "tenant", "Tenant", findings)
+        doc = _load_checked(path, root, "tenant", "Tenant", findings, cache)
         if doc is None:
             continue
         try:

@@ -1,0 +1,298 @@
+"""The cache of loaded input files (`source.load` with a Cache): a hit is exactly the Document a fresh
+parse gives, findings and warnings included; a file with errors is never stored; a damaged entry is a
+miss; an edited file is parsed again; the path and size checks run before the cache is consulted; and
+the commands use it unless it is turned off."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trees
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench import fleet
+from gputenancy import cache, cli, engine, source
+from gputenancy.findings import Finding, PipelineError, Severity
+from gputenancy.source import MAX_DEPTH, MAX_FILE_BYTES, Document
+
+NEGATIVE = trees.REPO / "tests" / "negative"
+
+# Plain scalars, quoting, warnings and layouts whose values or marks are easy to get wrong.
+TRICKY = {
+    "scalars": "a: 1.\nb: .5\nc: -0.0\nd: 1.0e+3\ne: 1e3\nf: 0x1F\ng: '010'\nh: 010\ni: 0b101\n"
+    "j: 9223372036854775807\nk: -9223372036854775808\nl: ~\nm:\nn: 2024-01-01\no: 1:20\np: '1.5'\n",
+    "warnings": "a: yes\nb: Off\nc: y\nd: N\ne: [on, no]\nf: true\n",
+    "keys": "'0': zero\n'true': t\n'': empty\n\"a b\": c\nlist: [0, [1, [2]], {x: [3]}]\n",
+    "nested": "a:\n  - b:\n      - c: {d: [e, {f: g}]}\n  - []\n  - {}\nz: |\n  text\n  lines\n",
+    "unicode": "name: \"caf\\u00e9 \\U0001F600 \\x85\"\ntext: ünïcødé\n'ключ': значение\n",
+    "crlf-bom": "\ufeffa: 1\r\nb:\r\n  - 2\r\n",
+    "top-list": "- 1\n- two\n- {three: 3}\n",
+    "top-scalar": "just text\n",
+    "top-null": "null\n",
+}
+
+
+def _entries(directory: Path) -> list[Path]:
+    return sorted((directory / cache.FORMAT / source.CACHE_ENTRY).rglob("*.json"))
+
+
+def _outcome(path: Path, root: Path, store: cache.Cache | None = None) -> Document | list[Finding]:
+    """The Document, or the findings of the PipelineError."""
+    try:
+        return source.load(path, root, cache=store)
+    except PipelineError as exc:
+        return exc.findings
+
+
+def _inputs(root: Path) -> list[Path]:
+    return sorted(p for sub in ("base", "overlays", "tenants") for p in (root / sub).rglob("*.y*ml"))
+
+
+def _loaded_by_the_model(root: Path) -> int:
+    """base/platform.yaml, the Kueue Configuration, every cluster.yaml and tenant file."""
+    return 2 + len(list(root.glob("overlays/*/cluster.yaml"))) + len(list(root.glob("tenants/*.yaml")))
+
+
+def _no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any) -> Document:
+        raise AssertionError("parsed a file the cache holds")
+
+    monkeypatch.setattr(source, "_load_bytes", refuse)
+
+
+def _cached_equals_fresh(root: Path, store: cache.Cache, monkeypatch: pytest.MonkeyPatch) -> list[Document]:
+    """Load every input file fresh, through a cold cache and through a warm one; all must agree.
+    Returns the Documents (files that loaded)."""
+    files = _inputs(root)
+    fresh = {p: _outcome(p, root) for p in files}
+    assert {p: _outcome(p, root, store) for p in files} == fresh  # misses: parsed and stored
+    docs = [d for d in fresh.values() if isinstance(d, Document)]
+    assert len(_entries(store.directory)) == len(docs)  # a file with errors is never stored
+    with monkeypatch.context() as patched:
+        _no_parse(patched)
+        assert {p: _outcome(p, root, store) for p in files if isinstance(fresh[p], Document)} == {
+            p: d for p, d in fresh.items() if isinstance(d, Document)
+        }
+    assert store.corrupt == 0
+    return docs
+
+
+def test_a_hit_is_the_document_a_fresh_parse_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = trees.example(tmp_path, generated=False)
+    for path in NEGATIVE.glob("*.yaml"):
+        shutil.copyfile(path, root / "tenants" / f"negative-{path.name}")
+    for name, text in TRICKY.items():
+        (root / "tenants" / f"tricky-{name}.yaml").write_bytes(text.encode())
+    docs = _cached_equals_fresh(root, cache.Cache(tmp_path / "cache"), monkeypatch)
+    errors = len(_inputs(root)) - len(docs)
+    assert errors >= 10  # the corpus has files that fail to load ...
+    assert sum(bool(d.findings) for d in docs) >= 2  # ... and files that load with warnings
+    warned = next(d for d in docs if d.path == "tenants/tricky-warnings.yaml")
+    assert [f.rule for f in warned.findings] == ["source-ambiguous-bool"] * 6
+
+
+def test_a_hit_is_the_document_a_fresh_parse_gives_for_a_fleet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "fleet"
+    fleet.generate(root, 300, seed=11)
+    docs = _cached_equals_fresh(root, cache.Cache(tmp_path / "cache"), monkeypatch)
+    assert len(docs) > 300
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=12)
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_VALUES, st.booleans())
+def test_any_loaded_document_survives_an_entry(value: Any, flow: bool) -> None:
+    text = yaml.safe_dump(value, default_flow_style=flow, allow_unicode=True, sort_keys=False)
+    try:
+        doc = source.load_text(text, "tenants/t.yaml")
+    except PipelineError:
+        return
+    entry = source.to_entry(doc)
+    assert entry is not None
+    assert source.from_entry(json.loads(json.dumps(entry)), "tenants/t.yaml") == doc
+
+
+# ------------------------------------------------------------------------------ damaged entries
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> tuple[Path, Path, Document, Path]:
+    """The example repository, one tenant file, its fresh Document and its (only) cache entry."""
+    root = trees.example(tmp_path, generated=False)
+    path = root / "tenants" / "speech.yaml"
+    path.write_text(path.read_text() + "extra: yes\n")  # a warning to keep
+    store = cache.Cache(tmp_path / "cache")
+    doc = source.load(path, root, cache=store)
+    assert doc.findings and doc == source.load(path, root)
+    [entry] = _entries(store.directory)
+    return root, path, doc, entry
+
+
+def _rewrite(entry: Path, change: Callable[[dict[str, Any]], Any]) -> None:
+    """Change the stored value and write it back with a digest that checks out."""
+    payload = json.loads(entry.read_bytes().partition(b"\n")[2])
+    change(payload["value"])
+    data = json.dumps(payload).encode()
+    entry.write_bytes(hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "deep"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+DAMAGES: dict[str, Callable[[Path], Any]] = {
+    "bytes edited, digest kept": lambda e: e.write_bytes(e.read_bytes().replace(b"speech", b"speeck", 1)),
+    "truncated": lambda e: e.write_bytes(e.read_bytes()[:80]),
+    "not JSON": lambda e: _rewrite_raw(e, b"{not json"),
+    "nested beyond the JSON reader": lambda e: _rewrite_raw(e, b"[" * 100_000 + b"]" * 100_000),
+    "another file's path": lambda e: _rewrite(e, lambda v: v.update(path="tenants/vision.yaml")),
+    "a key too many": lambda e: _rewrite(e, lambda v: v.update(extra=1)),
+    "a mark missing": lambda e: _rewrite(e, lambda v: v["marks"].pop()),
+    "a key mark missing": lambda e: _rewrite(e, lambda v: v["key_marks"].pop()),
+    "a mark that is not a number": lambda e: _rewrite(e, lambda v: v["marks"].__setitem__(0, "1")),
+    "a negative line": lambda e: _rewrite(e, lambda v: v["marks"].__setitem__(0, -1)),
+    "a boolean line": lambda e: _rewrite(e, lambda v: v["marks"].__setitem__(0, True)),
+    "a NaN value": lambda e: _rewrite(e, lambda v: v["data"].update(name=math.nan)),
+    "an infinite value": lambda e: _rewrite(e, lambda v: v["data"].update(name=math.inf)),
+    "an integer over 64 bits": lambda e: _rewrite(e, lambda v: v["data"].update(name=2**64)),
+    "nesting over MAX_DEPTH": lambda e: _rewrite(e, lambda v: v["data"].update(name=_nested(MAX_DEPTH))),
+    "data of another layout": lambda e: _rewrite(e, lambda v: v["data"].update(name={"a": 1})),
+    "an error finding": lambda e: _rewrite(e, lambda v: v["findings"][0].__setitem__(3, "error")),
+    "a finding of another file": lambda e: _rewrite(e, lambda v: v["findings"][0].__setitem__(0, "x.yaml")),
+    "a finding of another shape": lambda e: _rewrite(e, lambda v: v["findings"][0].pop()),
+    "findings not a list": lambda e: _rewrite(e, lambda v: v.update(findings={})),
+    "not a mapping": lambda e: _rewrite(e, lambda v: v.clear()),
+}
+
+
+def _rewrite_raw(entry: Path, payload: bytes) -> None:
+    entry.write_bytes(hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=list(DAMAGES))
+def test_a_damaged_entry_is_a_miss(
+    stored: tuple[Path, Path, Document, Path], damage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, path, doc, entry = stored
+    DAMAGES[damage](entry)
+    store = cache.Cache(entry.parents[3])
+    assert source.load(path, root, cache=store) == doc
+    assert store.corrupt == 1
+    again = cache.Cache(store.directory)  # the run above wrote the entry anew
+    _no_parse(monkeypatch)
+    assert source.load(path, root, cache=again) == doc
+    assert again.corrupt == 0
+
+
+def test_an_edited_file_is_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = trees.example(tmp_path, generated=False)
+    path = root / "tenants" / "speech.yaml"
+    store = cache.Cache(tmp_path / "cache")
+    before = source.load(path, root, cache=store)
+    path.write_text("# a comment: the same data, every mark one line down\n" + path.read_text())
+    after = source.load(path, root, cache=store)
+    assert after == source.load(path, root) != before
+    assert after.data == before.data and after.marks[()] == (before.marks[()][0] + 1, 1)
+    assert len(_entries(store.directory)) == 2
+    # the same bytes under another name load as that file, not as the cached one
+    copy = root / "tenants" / "copy.yaml"
+    shutil.copyfile(path, copy)
+    assert source.load(copy, root, cache=store) == source.load(copy, root)
+    assert source.load(copy, root, cache=store).path == "tenants/copy.yaml"
+    # other software: other keys
+    monkeypatch.setattr(source, "software", lambda: "another version")
+    assert source.load(path, root, cache=store) == after
+    assert len(_entries(store.directory)) == 4
+
+
+def test_checks_before_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Size, symlink and file-type checks refuse a file before its bytes are hashed or looked up."""
+    root = trees.example(tmp_path, generated=False)
+    store = cache.Cache(tmp_path / "cache")
+    big = root / "tenants" / "big.yaml"
+    big.write_bytes(b"a: " + b"x" * MAX_FILE_BYTES)
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("name: outside\n")
+    (root / "tenants" / "link.yaml").symlink_to(outside)
+    (root / "tenants" / "dir.yaml").mkdir()
+    expected = {p: _outcome(p, root) for p in (big, root / "tenants/link.yaml", root / "tenants/dir.yaml")}
+
+    def refuse(*parts: Any) -> str:
+        raise AssertionError("hashed a file that is refused")
+
+    monkeypatch.setattr(source, "digest", refuse)
+    for path, findings in expected.items():
+        assert _outcome(path, root, store) == findings
+    refused = [f.rule for findings in expected.values() if isinstance(findings, list) for f in findings]
+    assert refused == ["source-size", "source-symlink", "source-not-regular"]
+    assert not _entries(store.directory)
+
+
+def test_check_only_reads_inputs_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = trees.example(tmp_path, generated=False)
+    store = tmp_path / "cache"
+    fresh = engine.check_only(root, cache=None)
+    assert not _entries(store)
+    assert engine.check_only(root, cache=store) == fresh
+    assert len(_entries(store)) == _loaded_by_the_model(root)
+    _no_parse(monkeypatch)
+    assert engine.check_only(root, cache=store) == fresh
+
+
+def test_commands_use_the_cache_unless_it_is_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = trees.example(tmp_path, generated=False)
+    store = tmp_path / "store"
+    monkeypatch.setenv(cache.ENV, str(store))
+    assert cli.main(["--root", str(root), "--no-cache", "validate"]) == 0
+    monkeypatch.setenv(cache.ENV, "off")
+    assert cli.main(["--root", str(root), "validate"]) == 0
+    assert not _entries(store)
+    monkeypatch.setenv(cache.ENV, str(store))
+    assert cli.main(["--root", str(root), "validate"]) == 0
+    assert len(_entries(store)) == _loaded_by_the_model(root)
+    _no_parse(monkeypatch)
+    assert cli.main(["--root", str(root), "validate"]) == 0
+
+
+def test_warnings_are_kept_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = trees.example(tmp_path, generated=False)
+    path = root / "tenants" / "w.yaml"
+    path.write_text("a: on\nb: [Y, n]\n")
+    store = cache.Cache(tmp_path / "cache")
+    fresh = source.load(path, root)
+    source.load(path, root, cache=store)
+    _no_parse(monkeypatch)
+    hit = source.load(path, root, cache=store)
+    assert hit.findings == fresh.findings
+    assert [(f.line, f.col, f.severity) for f in hit.findings] == [
+        (1, 4, Severity.WARNING),
+        (2, 5, Severity.WARNING),
+        (2, 8, Severity.WARNING),
+    ]
