@@ -88,11 +88,13 @@ def _plan_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -> int:
+    """`plan` and `publish`, each importing only its own modules: GitPython is loaded for publish (and
+    for plan --against a git ref), not for every plan."""
     import os
 
-    from gputenancy import planview, publish
-
     if args.command == "plan":
+        from gputenancy import planview
+
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         return planview.command(
             root,
@@ -106,6 +108,8 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
             findings_format=report.default_format(),
             emit=sys.stdout.write,
         )
+    from gputenancy import publish
+
     return publish.command(
         root,
         cluster=args.cluster,

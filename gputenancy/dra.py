@@ -20,8 +20,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-import cel
-
+from gputenancy.celext import cel
 from gputenancy.configfields import as_list, as_mapping
 from gputenancy.findings import Severity
 from gputenancy.k8snames import (

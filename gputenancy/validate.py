@@ -22,10 +22,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-import cel
 import jsonschema_rs
 
 from gputenancy import fastyaml, webhooks
+from gputenancy.celext import cel
 from gputenancy.findings import Finding, Origin, Severity
 from gputenancy.objects import FieldPath, RenderedObject
 
