@@ -141,3 +141,41 @@ def test_rules_command_documents_every_rule(capsys: pytest.CaptureFixture[str]) 
     assert main(["rules"]) == 0
     out = capsys.readouterr().out
     assert "### `capacity`" in out and "Fails:" in out
+
+
+def test_large_trees_are_written_and_replaced_whole(tmp_path: Path) -> None:
+    def tree(version: int, n: int) -> dict[str, bytes]:
+        return {f"kind{i % 3}/ns-{i % 97}/obj-{i}.yaml": f"v: {version}\ni: {i}\n".encode() for i in range(n)}
+
+    parent = tmp_path / "generated"
+    first = {"a": tree(1, 3000), "b": tree(1, 10)}
+    assert output.write_trees(parent, first) == ["a", "b"]
+    assert {n: output.read_tree(parent / n) for n in first} == first
+    second = {"a": tree(2, 2000), "b": tree(1, 10)}
+    assert output.write_trees(parent, second) == ["a"]
+    assert {n: output.read_tree(parent / n) for n in second} == second
+    assert sorted(p.name for p in parent.iterdir()) == ["a", "b"]
+
+
+def test_a_failing_writer_thread_leaves_generated_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = tmp_path / "generated"
+    before = {"a": {f"k/obj-{i}.yaml": b"v: 1\n" for i in range(1000)}}
+    output.write_trees(parent, before)
+    real_write = output._write_files
+    calls = []
+
+    def failing_write(base: str, items: list[tuple[str, bytes]]) -> None:
+        calls.append(len(items))
+        if len(calls) == 2:
+            raise OSError("disk full")
+        real_write(base, items)
+
+    monkeypatch.setattr(output, "_write_files", failing_write)
+    after = {"a": {f"k/obj-{i}.yaml": b"v: 2\n" for i in range(1000)}}
+    with pytest.raises(OSError, match="disk full"):
+        output.write_trees(parent, after)
+    assert len(calls) > 1
+    assert output.read_tree(parent / "a") == before["a"]
+    assert [p.name for p in parent.iterdir()] == ["a"]
