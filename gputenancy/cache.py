@@ -15,7 +15,10 @@ per input file as loaded (`source`): its data with line/column marks, keyed by i
 and the software, so that unchanged files are not parsed again.
 
 How: each entry is a file `<dir>/v1/<kind>/<key[:2]>/<key>.json`: a first line with the sha256 of
-the rest, then the entry as JSON of plain data (carrying its own key). An entry whose digest or key
+the rest, then the entry as JSON of plain data (carrying its own key). Small entries that a run
+reads by the thousand (the tenants of a cluster, the input files) are kept in packs (`Pack`): one
+entry holding many, read once and written once per run, since creating and opening thousands of
+small files costs more than the bytes in them. An entry whose digest or key
 does not match (edited, truncated, written by something else) is ignored and counted in `corrupt`.
 Writes go to a temporary file in the same directory and are renamed into place, so concurrent runs
 never see half an entry; a failed write only costs a future miss.
@@ -35,7 +38,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -121,6 +124,16 @@ def software() -> str:
     return digest(*parts)
 
 
+class Entries(Protocol):
+    """Where loaders get and put entries: a `Cache`, or a `Pack` of one kind of entries."""
+
+    corrupt: int
+
+    def get(self, kind: str, key: str) -> Any: ...
+
+    def put(self, kind: str, key: str, value: Any) -> bool: ...
+
+
 @dataclasses.dataclass
 class Cache:
     """Entries under one directory. `corrupt` counts entries that were found but could not be used."""
@@ -173,6 +186,10 @@ class Cache:
             return False
         return True
 
+    def pack(self, kind: str, name: str) -> Pack:
+        """The entries of `kind` kept in the pack `name` (see `Pack`)."""
+        return Pack(self, kind, name)
+
     def tool_version(self, command: Sequence[str]) -> str:
         """The `version` output of kustomize (`kustomize version`, `kubectl version --client`),
         remembered per binary (path, size, modification time) so that runs do not start it again."""
@@ -191,6 +208,57 @@ class Cache:
         found = version_of(command)
         self.put("tool", key, found)
         return found
+
+
+class Pack:
+    """Entries of one kind kept together in one cache entry, named `name`: read when the pack is
+    opened, written by `save`. `get` and `put` take the same arguments as `Cache`'s, so a loader works
+    with either. `save` writes the entries this run used (got or put), and only when something
+    changed, so entries no run uses any more are dropped. A pack that does not check out is empty
+    (counted once in `corrupt`); each entry in it is checked by its reader as before."""
+
+    def __init__(self, cache: Cache, kind: str, name: str) -> None:
+        self.cache, self.kind, self.name = cache, kind, name
+        stored = cache.get(kind, name)
+        if stored is not None and not isinstance(stored, dict):
+            cache.corrupt += 1
+            stored = None
+        self._stored: dict[str, Any] = stored or {}
+        self._used: dict[str, Any] = {}
+        self._changed = False
+
+    @property
+    def corrupt(self) -> int:
+        return self.cache.corrupt
+
+    @corrupt.setter
+    def corrupt(self, value: int) -> None:
+        self.cache.corrupt = value
+
+    def get(self, kind: str, key: str) -> Any:
+        if kind != self.kind:
+            return self.cache.get(kind, key)
+        value = self._stored.get(key)
+        if value is not None:
+            self._used[key] = value
+        return value
+
+    def put(self, kind: str, key: str, value: Any) -> bool:
+        if kind != self.kind:
+            return self.cache.put(kind, key, value)
+        self._changed = self._changed or self._stored.get(key) != value
+        self._used[key] = value
+        return True
+
+    def save(self) -> bool:
+        """Write the pack when an entry was added or changed, or one was not used; False when it could
+        not be written."""
+        if not self._changed and self._used.keys() == self._stored.keys():
+            return True
+        written = self.cache.put(self.kind, self.name, self._used)
+        if written:
+            self._stored, self._changed = dict(self._used), False
+        return written
 
 
 def version_of(command: Sequence[str]) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gputenancy import build, fastyaml, output, proc, rules
-from gputenancy.cache import Cache, digest, location, software, tree_digest
+from gputenancy.cache import Cache, Pack, digest, location, software, tree_digest
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.objects import RenderedObject
 from gputenancy.render import render_platform, render_tenant
@@ -246,6 +246,7 @@ class _Cluster:
     crd_dir: Path | None
     kustomized: bool
     key: str  # of the cluster, for cache keys ("" without a cache)
+    pack: Pack | None  # the cluster's tenant entries
 
 
 def _open(root: Path, cache: Cache | Path | Literal["auto"] | None) -> Cache | None:
@@ -362,6 +363,7 @@ def _run(
             tenants = model.tenants_on(name)
             keys, cached, fresh = [], {}, []
             cluster_key = ""
+            pack = None
             if store is not None and (stage is None or stage.hermetic()):
                 cluster_key = digest(
                     salt,
@@ -372,10 +374,11 @@ def _run(
                     str(crd_dir),
                     tree_digest(crd_dir) if crd_dir is not None else "",
                 )
+                pack = store.pack(TENANT_ENTRY, cluster_key)
                 for i, tenant in enumerate(tenants):
                     key = digest(cluster_key, repr(tenant))
                     keys.append(key)
-                    value = store.get(TENANT_ENTRY, key)
+                    value = pack.get(TENANT_ENTRY, key)
                     done = _decode(name, value) if value is not None else None
                     if value is not None and done is None:
                         store.corrupt += 1
@@ -397,7 +400,9 @@ def _run(
             running.close()
             rendered += [(name, tenants[i].name) for i in fresh]
             pending.append(
-                _Cluster(c, tenants, keys, cached, groups, running, crd_dir, stage is not None, cluster_key)
+                _Cluster(
+                    c, tenants, keys, cached, groups, running, crd_dir, stage is not None, cluster_key, pack
+                )
             )
             clock.lap("render")
         for p in pending:
@@ -470,11 +475,12 @@ def _collect(p: _Cluster, store: Cache | None, clock: _Clock) -> _Outcome:
         notes.append(f"{name}: overcommit is allowed by overlays/{name}/cluster.yaml")
     extra_findings = check(extra).findings if extra else ()
     clock.lap("validate")
-    if store is not None and p.key and not extra:
+    if p.pack is not None and not extra:
         for i in fresh:
             value = _encode(finished[i])
             if value is not None:
-                store.put(TENANT_ENTRY, p.keys[i], value)
+                p.pack.put(TENANT_ENTRY, p.keys[i], value)
+        p.pack.save()
     extra_files, problems = _files(extra)
     tree_problems += problems
     ordered = [finished[i] for i in range(len(p.tenants))]

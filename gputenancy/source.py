@@ -45,7 +45,7 @@ source-number.
 Loaded files in the cache
 -------------------------
 Parsing a file with marks costs several times as much as reading the result back from JSON (about
-0.4-1 ms against 0.1 ms for a tenant file), so with a `Cache`, `load` keeps each loaded `Document`
+0.4-1 ms against 0.1 ms for a tenant file), so with a cache, `load` keeps each loaded `Document`
 (data, marks, key marks, warnings) as a JSON entry of kind ``source``, keyed by a sha256 over the
 file's repository-relative path, its bytes and `cache.software()` (this package's code and the
 versions of PyYAML and libyaml). A hit is the Document a fresh parse gives. Only the parse is
@@ -53,7 +53,8 @@ skipped: the path, file type and size checks run first on every load, and a file
 never stored. An entry that does not have exactly the shape written here, or whose values could not
 have come from a parse (non-finite floats, nesting deeper than `MAX_DEPTH`, integers outside 64
 bits, an error finding), is a miss and counted in `Cache.corrupt`. Entries are JSON, never pickle:
-the cache may live inside the repository, and reading it must not run anything.
+the cache may live inside the repository, and reading it must not run anything. `spec.load_model`
+keeps a run's entries in one `cache.Pack`.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ from yaml.events import (
     StreamEndEvent,
 )
 
-from gputenancy.cache import Cache, digest, software
+from gputenancy.cache import Entries, digest, software
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
 
 MAX_FILE_BYTES = 256 * 1024
@@ -193,7 +194,9 @@ class Document:
 # Public entry points
 
 
-def load(path: Path, root: Path, *, max_bytes: int = MAX_FILE_BYTES, cache: Cache | None = None) -> Document:
+def load(
+    path: Path, root: Path, *, max_bytes: int = MAX_FILE_BYTES, cache: Entries | None = None
+) -> Document:
     """Read and check `path` (relative to `root` or absolute); raise PipelineError with all findings.
 
     Paths returned by `discover` are accepted as they are. Messages name the file by its POSIX

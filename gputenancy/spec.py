@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import jsonschema_rs
 
 from gputenancy import quantity
-from gputenancy.cache import Cache
+from gputenancy.cache import Cache, Entries, digest, software
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
-from gputenancy.source import Document, discover, load
+from gputenancy.source import CACHE_ENTRY, Document, discover, load
 
 if TYPE_CHECKING:
     import jsonschema
@@ -575,7 +575,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
 
 
 def _load_checked(
-    path: Path, root: Path, schema_name: str, kind: str, findings: list[Finding], cache: Cache | None
+    path: Path, root: Path, schema_name: str, kind: str, findings: list[Finding], cache: Entries | None
 ) -> Document | None:
     try:
         doc = load(path, root, cache=cache)
@@ -600,11 +600,17 @@ def load_model(
     and every finding; raises PipelineError only when base/ or the overlays cannot be read at all.
 
     With `cache`, files are parsed only when their path, bytes or the software changed
-    (`source.load`); schema checks and records are made on every call."""
+    (`source.load`, the entries kept in one pack); schema checks and records are made on every
+    call."""
     findings: list[Finding] = []
-    platform = _load_platform(root, findings, cache)
-    clusters = _load_clusters(root, cluster, findings, cache)
-    tenants = _load_tenants(root, findings, cache)
+    pack = cache.pack(CACHE_ENTRY, digest(CACHE_ENTRY, software())) if cache is not None else None
+    try:
+        platform = _load_platform(root, findings, pack)
+        clusters = _load_clusters(root, cluster, findings, pack)
+        tenants = _load_tenants(root, findings, pack)
+    finally:
+        if pack is not None:
+            pack.save()
     platform_broken = any(
         f.severity is Severity.ERROR and not f.path.startswith("tenants/") for f in findings
     )
@@ -625,7 +631,7 @@ def load_model(
     return Model(root, platform, clusters, tuple(tenants)), findings
 
 
-def _load_platform(root: Path, findings: list[Finding], cache: Cache | None) -> Platform | None:
+def _load_platform(root: Path, findings: list[Finding], cache: Entries | None) -> Platform | None:
     path = root / "base" / "platform.yaml"
     if not path.is_file():
         findings.append(
@@ -668,7 +674,7 @@ def _load_platform(root: Path, findings: list[Finding], cache: Cache | None) -> 
 
 
 def _load_clusters(
-    root: Path, only: str | None, findings: list[Finding], cache: Cache | None
+    root: Path, only: str | None, findings: list[Finding], cache: Entries | None
 ) -> dict[str, Cluster]:
     overlays = root / "overlays"
     clusters: dict[str, Cluster] = {}
@@ -711,7 +717,7 @@ def _load_clusters(
     return clusters
 
 
-def _load_tenants(root: Path, findings: list[Finding], cache: Cache | None) -> list[Tenant]:
+def _load_tenants(root: Path, findings: list[Finding], cache: Entries | None) -> list[Tenant]:
     paths, problems = discover(root, "tenants")
     findings.extend(problems)
     tenants = []
