@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gputenancy import validate
 from gputenancy.findings import Finding, Origin, Severity
 from gputenancy.objects import FieldPath, RenderedObject
 from gputenancy.validate import (
@@ -783,3 +785,57 @@ def test_cel_features_on_a_small_crd(tmp_path: Path) -> None:
 def test_unreadable_kubernetes_version(shared: Path) -> None:
     report = run(config_map(), crd_dir=crds(shared), k8s="latest")
     assert "cannot read Kubernetes version 'latest'" in only(report, "k8s-version-unsupported").message
+
+
+@pytest.mark.parametrize("version", ["v0.18.1", "v0.19.2"])
+def test_crd_files_are_parsed_when_first_needed_and_give_what_a_full_parse_gives(
+    shared: Path, version: str
+) -> None:
+    directory = crds(shared, version)
+    full: dict[tuple[str, str], Any] = {}
+    for file in sorted(directory.glob("*.yaml")):
+        full.update(validate._read_crds(file))
+    lazy = validate._CrdDirectory(directory)
+    assert ("kueue.x-k8s.io", "Workload") in full
+    assert lazy[("kueue.x-k8s.io", "ClusterQueue")] == full[("kueue.x-k8s.io", "ClusterQueue")]
+    assert len(lazy._parsed) == 1  # the Workload CRD (1.4 MB) was not read
+    assert len(lazy) == len(full)
+    assert dict(lazy) == full
+
+
+def test_a_crd_directory_that_is_not_one_crd_per_file_is_parsed_whole(shared: Path, tmp_path: Path) -> None:
+    source = crds(shared)
+    queues = (source / "kueue.x-k8s.io_clusterqueues.yaml").read_text()
+    flavors = (source / "kueue.x-k8s.io_resourceflavors.yaml").read_text()
+    (tmp_path / "both.yaml").write_text(queues + "\n---\n" + flavors)
+    lazy = validate._CrdDirectory(tmp_path)
+    assert set(lazy) == {("kueue.x-k8s.io", "ClusterQueue"), ("kueue.x-k8s.io", "ResourceFlavor")}
+    # names written in flow style: not the usual layout, parsed whole
+    (tmp_path / "both.yaml").unlink()
+    flow = queues.replace(
+        "  names:\n    kind: ClusterQueue\n", "  names: {kind: ClusterQueue}\n  x-names:\n", 1
+    )
+    assert flow != queues
+    (tmp_path / "a.yaml").write_text(flow)
+    assert validate._guess(flow) is None
+    lazy = validate._CrdDirectory(tmp_path)
+    assert lazy._parsed == {tmp_path / "a.yaml"}
+
+
+def test_a_crd_file_that_holds_another_kind_than_its_text_says_is_parsed_whole(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("clusterqueues", "cohorts"):
+        shutil.copyfile(crds(shared) / f"kueue.x-k8s.io_{name}.yaml", tmp_path / f"{name}.yaml")
+    swapped = {"ClusterQueue": "Cohort", "Cohort": "ClusterQueue"}
+    real_guess = validate._guess
+
+    def misread(text: str) -> tuple[str, str] | None:
+        found = real_guess(text)
+        return (found[0], swapped[found[1]]) if found else None
+
+    monkeypatch.setattr(validate, "_guess", misread)
+    lazy = validate._CrdDirectory(tmp_path)
+    assert lazy[("kueue.x-k8s.io", "Cohort")].source == "cohorts.yaml"
+    assert lazy._where is None  # found out, and parsed whole
+    assert set(lazy) == {("kueue.x-k8s.io", "ClusterQueue"), ("kueue.x-k8s.io", "Cohort")}
