@@ -10,16 +10,18 @@ line numbers), the effective device-class catalog, the cluster's Kueue and Kuber
 file kustomize can read for that cluster (base/ and the overlay, its tenant Component included), the
 Kueue CRDs used for validation, the kustomize version, the package's own source, templates and
 schemas, and the versions of the libraries that parse, validate and serialise. A changed input
-gives a new key, so an entry is never stale; old entries are simply not read again. And one entry
-per input file as loaded (`source`): its data with line/column marks, keyed by its path, its bytes
-and the software, so that unchanged files are not parsed again.
+gives a new key, so an entry is never stale. And one entry per input file as loaded (`source`): its
+data with line/column marks, keyed by its path, its bytes and the software, so that unchanged files
+are not parsed again.
 
 How: each entry is a file `<dir>/v1/<kind>/<key[:2]>/<key>.json`: a first line with the sha256 of
 the rest, then the entry as JSON of plain data (carrying its own key). Small entries that a run
 reads by the thousand (the tenants of a cluster, the input files) are kept in packs (`Pack`): one
 entry holding many, read once and written once per run, since creating and opening thousands of
-small files costs more than the bytes in them. An entry whose digest or key
-does not match (edited, truncated, written by something else) is ignored and counted in `corrupt`.
+small files costs more than the bytes in them; a pack keeps the entries its last run used, and a
+pack under an old name (changed software, cluster files or versions) is simply not read again. An
+entry whose digest or key does not match (edited, truncated, written by something else) is ignored
+and counted in `corrupt`.
 Writes go to a temporary file in the same directory and are renamed into place, so concurrent runs
 never see half an entry; a failed write only costs a future miss.
 """

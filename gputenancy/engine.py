@@ -1,15 +1,17 @@
 """The pipeline in memory: load -> rules -> render -> kustomize -> validate -> trees. No writes here, but
-for the cache of per-tenant results (`gputenancy.cache`).
+for the cache (`gputenancy.cache`: loaded input files, per-tenant results).
 
 Per cluster, the platform layer (DeviceClasses, ResourceFlavors, Cohorts, the Kueue Configuration) is
 rendered, built and validated on every run. Tenant objects are handled per (tenant, cluster): a cache
 entry holds the tenant's built objects, their generated/ files and the validation findings about them,
 under a key over everything that can change them, so only tenants whose inputs changed are rendered,
 built with kustomize and validated. Output is the same with and without the cache: both paths
-validate and serialise one tenant at a time, and an entry is exactly what that produced.
+validate and serialise one tenant at a time, and an entry is exactly what that produced. A cluster's
+entries are kept in one pack (`cache.Pack`), named by the cluster's key.
 
-kustomize runs in a thread pool shared by all clusters: the shards of one cluster build while the
-next cluster renders.
+kustomize runs in a thread pool shared by all clusters. A shard starts as soon as the tenants that
+fill it are rendered, so kustomize builds while the next tenants and clusters render; then each
+tenant is validated and serialised as soon as the shards holding it are done (`build.Build.group`).
 """
 
 from __future__ import annotations
