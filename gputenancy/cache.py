@@ -19,7 +19,8 @@ the rest, then the entry as JSON of plain data (carrying its own key). Small ent
 reads by the thousand (the tenants of a cluster, the input files) are kept in packs (`Pack`): one
 entry holding many, read once and written once per run, since creating and opening thousands of
 small files costs more than the bytes in them; a pack keeps the entries its last run used, and a
-pack under an old name (changed software, cluster files or versions) is simply not read again. An
+pack under an old name (changed software, cluster files or versions) is removed once no run has
+read it for `UNUSED_DAYS` days (checked whenever a pack of its kind is written). An
 entry whose digest or key does not match (edited, truncated, written by something else) is ignored
 and counted in `corrupt`.
 Writes go to a temporary file in the same directory and are renamed into place, so concurrent runs
@@ -38,6 +39,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -188,6 +190,22 @@ class Cache:
             return False
         return True
 
+    def prune(self, kind: str, before: float) -> int:
+        """Remove the files of `kind` last modified before `before` (a Unix time); returns how many."""
+        removed = 0
+        top = os.path.join(self.directory, FORMAT, kind)
+        with contextlib.suppress(OSError), os.scandir(top) as shards:
+            for shard in shards:
+                if not shard.is_dir(follow_symlinks=False):
+                    continue
+                with contextlib.suppress(OSError), os.scandir(shard.path) as files:
+                    for entry in files:
+                        with contextlib.suppress(OSError):
+                            if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < before:
+                                os.unlink(entry.path)
+                                removed += 1
+        return removed
+
     def pack(self, kind: str, name: str) -> Pack:
         """The entries of `kind` kept in the pack `name` (see `Pack`)."""
         return Pack(self, kind, name)
@@ -212,6 +230,10 @@ class Cache:
         return found
 
 
+UNUSED_DAYS = 14
+"""Packs no run has opened for this long are removed when another pack of their kind is written."""
+
+
 class Pack:
     """Entries of one kind kept together in one cache entry, named `name`: read when the pack is
     opened, written by `save`. `get` and `put` take the same arguments as `Cache`'s, so a loader works
@@ -225,6 +247,9 @@ class Pack:
         if stored is not None and not isinstance(stored, dict):
             cache.corrupt += 1
             stored = None
+        if stored is not None:
+            with contextlib.suppress(OSError):
+                os.utime(cache._path(kind, name))  # in use: see UNUSED_DAYS
         self._stored: dict[str, Any] = stored or {}
         self._used: dict[str, Any] = {}
         self._changed = False
@@ -260,6 +285,7 @@ class Pack:
         written = self.cache.put(self.kind, self.name, self._used)
         if written:
             self._stored, self._changed = dict(self._used), False
+            self.cache.prune(self.kind, time.time() - UNUSED_DAYS * 86400)
         return written
 
 

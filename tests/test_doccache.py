@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -326,3 +328,24 @@ def test_a_pack_is_written_only_when_it_changes_and_keeps_what_the_run_used(tmp_
     assert store.pack("k", "p").get("k", "a") is None
     assert store.corrupt == 1
     assert store.pack("other", "p").get("other", "a") is None  # packs of other kinds are apart
+
+
+def test_packs_no_run_opened_for_a_while_are_removed_when_another_is_written(tmp_path: Path) -> None:
+    store = cache.Cache(tmp_path / "cache")
+    for name in ("old", "kept", "new"):
+        pack = store.pack("k", name)
+        pack.put("k", "a", name)
+        assert pack.save()
+    (old, kept, new) = (Path(store._path("k", n)) for n in ("old", "kept", "new"))
+    long_ago = time.time() - (cache.UNUSED_DAYS + 1) * 86400
+    for path in (old, kept):
+        os.utime(path, (long_ago, long_ago))
+    assert store.pack("k", "kept").get("k", "a") == "kept"  # opening a pack marks it used
+    other = store.pack("other", "x")
+    other.put("other", "a", 1)
+    assert other.save()
+    assert old.exists()  # packs of another kind are left alone
+    again = store.pack("k", "new")
+    again.put("k", "b", 2)
+    assert again.save()
+    assert not old.exists() and kept.exists() and new.exists()
