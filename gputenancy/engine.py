@@ -7,7 +7,7 @@ entry holds the tenant's built objects, their generated/ files and the validatio
 under a key over everything that can change them, so only tenants whose inputs changed are rendered,
 built with kustomize and validated. Output is the same with and without the cache: both paths
 validate and serialise one tenant at a time, and an entry is exactly what that produced. A cluster's
-entries are kept in one pack (`cache.Pack`), named by the cluster's key.
+entries are kept in packs (`cache.Packs`) named by the cluster's key.
 
 kustomize runs in a thread pool shared by all clusters. A shard starts as soon as the tenants that
 fill it are rendered, so kustomize builds while the next tenants and clusters render; then each
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gputenancy import build, fastyaml, output, proc, rules
-from gputenancy.cache import Cache, Pack, digest, location, software, tree_digest
+from gputenancy.cache import Cache, Packs, digest, location, software, tree_digest
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.objects import RenderedObject
 from gputenancy.render import render_platform, render_tenant
@@ -248,7 +248,7 @@ class _Cluster:
     crd_dir: Path | None
     kustomized: bool
     key: str  # of the cluster, for cache keys ("" without a cache)
-    pack: Pack | None  # the cluster's tenant entries
+    pack: Packs | None  # the cluster's tenant entries
 
 
 def _open(root: Path, cache: Cache | Path | Literal["auto"] | None) -> Cache | None:
@@ -376,7 +376,7 @@ def _run(
                     str(crd_dir),
                     tree_digest(crd_dir) if crd_dir is not None else "",
                 )
-                pack = store.pack(TENANT_ENTRY, cluster_key)
+                pack = store.packs(TENANT_ENTRY, cluster_key)
                 for i, tenant in enumerate(tenants):
                     key = digest(cluster_key, repr(tenant))
                     keys.append(key)

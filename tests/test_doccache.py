@@ -349,3 +349,22 @@ def test_packs_no_run_opened_for_a_while_are_removed_when_another_is_written(tmp
     again.put("k", "b", 2)
     assert again.save()
     assert not old.exists() and kept.exists() and new.exists()
+
+
+def test_packs_spread_entries_by_key_and_rewrite_only_the_pack_that_changed(tmp_path: Path) -> None:
+    store = cache.Cache(tmp_path / "cache")
+    keys = [cache.digest(str(i)) for i in range(64)]
+    packs = store.packs("k", "cluster")
+    for key in keys:
+        packs.put("k", key, key[-4:])
+    assert packs.save()
+    files = sorted((tmp_path / "cache" / cache.FORMAT / "k").rglob("*.json"))
+    assert len(files) == len({k[0] for k in keys}) > 1
+    inodes = {f: f.stat().st_ino for f in files}
+    again = store.packs("k", "cluster")
+    assert [again.get("k", key) for key in keys] == [k[-4:] for k in keys]
+    again.put("k", keys[0], "changed")
+    assert again.save()
+    rewritten = [f for f in files if f.stat().st_ino != inodes[f]]
+    assert rewritten == [Path(store._path("k", f"cluster-{keys[0][0]}"))]
+    assert store.packs("k", "cluster").get("k", keys[0]) == "changed"
