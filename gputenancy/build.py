@@ -97,7 +97,8 @@ def _command() -> list[str]:
     return cmd if "GOGC" in os.environ else ["env", f"GOGC={GOGC}", *cmd]
 
 
-def _kustomize(directory: Path, stage: Path, blame: str) -> list[Body]:
+def _kustomize(directory: Path, stage: Path, blame: str) -> str:
+    """kustomize's output for `directory` (YAML text; `_objects` reads it)."""
     try:
         result = proc.run([*_command(), str(directory)])
     except PipelineError as exc:
@@ -112,7 +113,11 @@ def _kustomize(directory: Path, stage: Path, blame: str) -> list[Body]:
             )
             for f in exc.findings
         ) from None
-    docs = [d for d in fastyaml.load_all(result.out) if d is not None]
+    return result.out
+
+
+def _objects(text: str) -> list[Body]:
+    docs = [d for d in fastyaml.load_all(text) if d is not None]
     return [d for d in docs if isinstance(d, dict)]
 
 
@@ -262,7 +267,9 @@ class Build:
     groups are packed into shards as they are added, and each full shard starts building right away,
     so kustomize runs while the caller renders the next tenants. Results are taken group by group
     (`group` waits only for the shards that hold that group), so the caller can validate the first
-    tenants while later shards still build. kustomize problems raise PipelineError from whichever
+    tenants while later shards still build. The pool's threads only run kustomize; its output is
+    parsed by the caller when it takes the results, so parsing (Python, under the GIL) never keeps a
+    worker from starting the next kustomize process. kustomize problems raise PipelineError from whichever
     method first waits for the failed process."""
 
     def __init__(
@@ -279,7 +286,7 @@ class Build:
         self._blame = f"overlays/{cluster}/kustomization.yaml"
         self._fallback = Origin(self._blame)
         self._rendered_platform = list(platform)
-        self._platform_job: concurrent.futures.Future[tuple[list[Body], float]] | None = None
+        self._platform_job: concurrent.futures.Future[tuple[str, float]] | None = None
         self._built_platform: list[RenderedObject] | None = None
         if stage is not None:
             assert pool is not None, "a build needs a pool"
@@ -290,7 +297,7 @@ class Build:
         self._packer = _Packer(max(1, shard_size))
         self._groups: list[Sequence[RenderedObject]] = []
         self._shard_of: list[list[int]] = []  # per group: the shards holding its objects
-        self._jobs: list[concurrent.futures.Future[tuple[list[Body], float]]] = []
+        self._jobs: list[concurrent.futures.Future[tuple[str, float]]] = []
         self._owners: list[dict[ObjectKey, int]] = []
         self._collected = 0  # shards whose bodies are sorted into groups
         self._found: list[list[Body]] = []
@@ -301,11 +308,11 @@ class Build:
     def shards(self) -> int:
         return len(self._jobs)
 
-    def _job(self, directory: Path) -> tuple[list[Body], float]:
+    def _job(self, directory: Path) -> tuple[str, float]:
         assert self._stage is not None
         started = time.perf_counter()
-        bodies = _kustomize(directory, self._stage.path, self._blame)
-        return bodies, time.perf_counter() - started
+        text = _kustomize(directory, self._stage.path, self._blame)
+        return text, time.perf_counter() - started
 
     def _submit(self, shard: list[tuple[int, Sequence[RenderedObject]]]) -> None:
         assert self._stage is not None and self._pool is not None
@@ -350,10 +357,10 @@ class Build:
         """Sort the bodies of shards up to `upto` (exclusive) into their groups, in shard order."""
         try:
             while self._collected < upto:
-                bodies, seconds = self._jobs[self._collected].result()
+                text, seconds = self._jobs[self._collected].result()
                 owner = self._owners[self._collected]
                 self.seconds += seconds
-                for body in bodies:
+                for body in _objects(text):
                     index = owner.get(key_of(body))
                     (self._found[index] if index is not None else self._extra).append(body)
                 self._collected += 1
@@ -366,13 +373,13 @@ class Build:
         if self._built_platform is None:
             assert self._platform_job is not None and self._stage is not None
             try:
-                bodies, seconds = self._platform_job.result()
+                text, seconds = self._platform_job.result()
             except BaseException:
                 self.cancel()
                 raise
             self.seconds += seconds
             self._built_platform = _reattach(
-                self._stage.cluster, bodies, self._rendered_platform, self._fallback
+                self._stage.cluster, _objects(text), self._rendered_platform, self._fallback
             )
         return list(self._built_platform)
 
