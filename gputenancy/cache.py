@@ -144,6 +144,7 @@ class Cache:
 
     directory: Path
     corrupt: int = 0
+    _pruned: set[str] = dataclasses.field(default_factory=set, repr=False, compare=False)
 
     def _path(self, kind: str, key: str) -> str:
         # os.path rather than pathlib: a run looks up thousands of entries.
@@ -205,6 +206,12 @@ class Cache:
                                 os.unlink(entry.path)
                                 removed += 1
         return removed
+
+    def prune_unused(self, kind: str) -> None:
+        """`prune` the packs of `kind` no run opened for UNUSED_DAYS; once per kind and Cache object."""
+        if kind not in self._pruned:
+            self._pruned.add(kind)
+            self.prune(kind, time.time() - UNUSED_DAYS * 86400)
 
     def pack(self, kind: str, name: str) -> Pack:
         """The entries of `kind` kept in the pack `name` (see `Pack`)."""
@@ -289,7 +296,7 @@ class Pack:
         written = self.cache.put(self.kind, self.name, self._used)
         if written:
             self._stored, self._changed = dict(self._used), False
-            self.cache.prune(self.kind, time.time() - UNUSED_DAYS * 86400)
+            self.cache.prune_unused(self.kind)
         return written
 
 

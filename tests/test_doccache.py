@@ -345,7 +345,9 @@ def test_packs_no_run_opened_for_a_while_are_removed_when_another_is_written(tmp
     other.put("other", "a", 1)
     assert other.save()
     assert old.exists()  # packs of another kind are left alone
-    again = store.pack("k", "new")
+    assert old.exists()  # this run's Cache pruned kind "k" when it first wrote a pack
+    next_run = cache.Cache(store.directory)
+    again = next_run.pack("k", "new")
     again.put("k", "b", 2)
     assert again.save()
     assert not old.exists() and kept.exists() and new.exists()
