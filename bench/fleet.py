@@ -404,10 +404,14 @@ def edit_one(root: Path, name: str | None = None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.fleet", description=__doc__.split("\n\n")[0])
     p.add_argument("--tenants", type=int, required=True, help="number of tenants")
-    p.add_argument("--out", type=Path, required=True, help="directory to write the root into")
+    p.add_argument(
+        "--out", type=Path, default=None, help="directory to write the root into (default: ./fleet-N)"
+    )
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--force", action="store_true", help="replace tenants/, base/ and overlays/ under --out")
     args = p.parse_args(argv)
+    if args.out is None:
+        args.out = Path(f"fleet-{args.tenants}")
     if args.force:
         for sub in ("tenants", "base", "overlays", "generated"):
             shutil.rmtree(args.out / sub, ignore_errors=True)
@@ -418,6 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     where = ", ".join(f"{c} {n}" for c, n in sorted(fleet.placements.items()))
     print(f"wrote {len(fleet.tenants)} tenants to {args.out} (placements: {where})")
+    print(f"next: python pipeline.py --root {args.out} render (or plan, validate); python -m bench.run")
     return 0
 
 

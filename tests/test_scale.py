@@ -323,3 +323,14 @@ def test_fastyaml_dump_and_load_are_pyyaml_exactly(reference: Any) -> None:
                 fastyaml.load(odd)
         else:
             assert fastyaml.load(odd) == want
+
+
+def test_fleet_command_writes_to_fleet_n_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert fleet.main(["--tenants", "3"]) == 0
+    assert sorted(p.name for p in (tmp_path / "fleet-3").iterdir()) == ["base", "overlays", "tenants"]
+    assert len(list((tmp_path / "fleet-3" / "tenants").glob("*.yaml"))) == 3
+    assert "fleet-3" in capsys.readouterr().out
+    assert fleet.main(["--tenants", "3"]) == 1  # never over an existing fleet without --force
