@@ -296,7 +296,7 @@ class Build:
             self._built_platform = self._rendered_platform
         self._packer = _Packer(max(1, shard_size))
         self._groups: list[Sequence[RenderedObject]] = []
-        self._shard_of: list[list[int]] = []  # per group: the shards holding its objects
+        self._last_shard: list[int] = []  # per group: the last shard holding its objects, -1 if none
         self._jobs: list[concurrent.futures.Future[tuple[str, float]]] = []
         self._owners: list[dict[ObjectKey, int]] = []
         self._collected = 0  # shards whose bodies are sorted into groups
@@ -327,8 +327,7 @@ class Build:
             encoding="utf-8",
         )
         for index, _ in shard:
-            if not self._shard_of[index] or self._shard_of[index][-1] != n:
-                self._shard_of[index].append(n)
+            self._last_shard[index] = n
         self._owners.append({o.key: index for index, objects in shard for o in objects})
         self._jobs.append(self._pool.submit(self._job, directory))
 
@@ -336,7 +335,7 @@ class Build:
         """Queue one tenant's objects; returns the group's index."""
         index = len(self._groups)
         self._groups.append(group)
-        self._shard_of.append([])
+        self._last_shard.append(-1)
         self._found.append([])
         if self._component:
             for shard in self._packer.add(index, group):
@@ -390,8 +389,8 @@ class Build:
             return list(group)
         if not self._component:
             return _reattach(self._stage.cluster, [dict(o.body) for o in group], group, self._fallback)
-        if self._shard_of[index]:
-            self._collect(self._shard_of[index][-1] + 1)
+        if self._last_shard[index] >= 0:
+            self._collect(self._last_shard[index] + 1)
         return _reattach(self._stage.cluster, self._found[index], group, self._fallback)
 
     def extra(self) -> list[RenderedObject]:
