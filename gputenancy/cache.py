@@ -245,7 +245,27 @@ UNUSED_DAYS = 14
 """Packs no run has opened for this long are removed when another pack of their kind is written."""
 
 
-class Pack:
+class _Packed:
+    """What `Pack` and `Packs` share: the cache they belong to, their one kind of entries, and the
+    cache's `corrupt` count (which entry readers increment through them)."""
+
+    def __init__(self, cache: Cache, kind: str, name: str) -> None:
+        self.cache, self.kind, self.name = cache, kind, name
+
+    @property
+    def corrupt(self) -> int:
+        return self.cache.corrupt
+
+    @corrupt.setter
+    def corrupt(self, value: int) -> None:
+        self.cache.corrupt = value
+
+    def _own(self, kind: str) -> None:
+        if kind != self.kind:
+            raise ValueError(f"a pack of {self.kind!r} entries holds no {kind!r} entries")
+
+
+class Pack(_Packed):
     """Entries of one kind kept together in one cache entry, named `name`: read when the pack is
     opened, written by `save`. `get` and `put` take the same arguments as `Cache`'s, so a loader works
     with either. `save` writes the entries this run used (got or put), and only when something
@@ -253,7 +273,7 @@ class Pack:
     (counted once in `corrupt`); each entry in it is checked by its reader as before."""
 
     def __init__(self, cache: Cache, kind: str, name: str) -> None:
-        self.cache, self.kind, self.name = cache, kind, name
+        super().__init__(cache, kind, name)
         stored = cache.get(kind, name)
         if stored is not None and not isinstance(stored, dict):
             cache.corrupt += 1
@@ -265,25 +285,15 @@ class Pack:
         self._used: dict[str, Any] = {}
         self._changed = False
 
-    @property
-    def corrupt(self) -> int:
-        return self.cache.corrupt
-
-    @corrupt.setter
-    def corrupt(self, value: int) -> None:
-        self.cache.corrupt = value
-
     def get(self, kind: str, key: str) -> Any:
-        if kind != self.kind:
-            return self.cache.get(kind, key)
+        self._own(kind)
         value = self._stored.get(key)
         if value is not None:
             self._used[key] = value
         return value
 
     def put(self, kind: str, key: str, value: Any) -> bool:
-        if kind != self.kind:
-            return self.cache.put(kind, key, value)
+        self._own(kind)
         self._changed = self._changed or self._stored.get(key) != value
         self._used[key] = value
         return True
@@ -300,23 +310,15 @@ class Pack:
         return written
 
 
-class Packs:
+class Packs(_Packed):
     """Entries of one kind spread over sixteen packs by the first hex digit of their key (keys are
     sha256 digests), so that a run that changes one entry rewrites a sixteenth of them: the tenant
     entries of a cluster of 600 tenants are about 9 MB. Same `get`/`put`/`save` as `Pack`; each pack
     is opened when a key of its digit is first asked for."""
 
     def __init__(self, cache: Cache, kind: str, name: str) -> None:
-        self.cache, self.kind, self.name = cache, kind, name
+        super().__init__(cache, kind, name)
         self._packs: dict[str, Pack] = {}
-
-    @property
-    def corrupt(self) -> int:
-        return self.cache.corrupt
-
-    @corrupt.setter
-    def corrupt(self, value: int) -> None:
-        self.cache.corrupt = value
 
     def _pack(self, key: str) -> Pack:
         part = key[:1]
@@ -325,12 +327,10 @@ class Packs:
         return self._packs[part]
 
     def get(self, kind: str, key: str) -> Any:
-        return self._pack(key).get(kind, key) if kind == self.kind else self.cache.get(kind, key)
+        return self._pack(key).get(kind, key)
 
     def put(self, kind: str, key: str, value: Any) -> bool:
-        return (
-            self._pack(key).put(kind, key, value) if kind == self.kind else self.cache.put(kind, key, value)
-        )
+        return self._pack(key).put(kind, key, value)
 
     def save(self) -> bool:
         """`Pack.save` of every pack opened; False when one could not be written."""

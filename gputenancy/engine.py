@@ -449,7 +449,7 @@ def _collect(p: _Cluster, store: Cache | None, clock: _Clock) -> _Outcome:
     platform_files, tree_problems = _files(platform)
     clock.lap("serialise")
     finished: dict[int, _Done] = {}
-    fresh: list[int] = []
+    storable: list[int] = []  # built in this run, and every file of theirs could be written
     for i in range(len(p.tenants)):
         if i in p.cached:
             finished[i] = p.cached[i]
@@ -462,7 +462,7 @@ def _collect(p: _Cluster, store: Cache | None, clock: _Clock) -> _Outcome:
         tree_problems += problems
         finished[i] = _Done(tuple(group), tuple(files), group_findings)
         if not problems:
-            fresh.append(i)
+            storable.append(i)
         clock.lap("serialise")
     extra = p.running.extra()
     clock.lap("kustomize")
@@ -478,7 +478,7 @@ def _collect(p: _Cluster, store: Cache | None, clock: _Clock) -> _Outcome:
     extra_findings = check(extra).findings if extra else ()
     clock.lap("validate")
     if p.pack is not None and not extra:
-        for i in fresh:
+        for i in storable:
             value = _encode(finished[i])
             if value is not None:
                 p.pack.put(TENANT_ENTRY, p.keys[i], value)

@@ -328,6 +328,8 @@ def test_a_pack_is_written_only_when_it_changes_and_keeps_what_the_run_used(tmp_
     assert store.pack("k", "p").get("k", "a") is None
     assert store.corrupt == 1
     assert store.pack("other", "p").get("other", "a") is None  # packs of other kinds are apart
+    with pytest.raises(ValueError, match="holds no"):
+        store.pack("k", "p").get("other", "a")
 
 
 def test_packs_no_run_opened_for_a_while_are_removed_when_another_is_written(tmp_path: Path) -> None:
