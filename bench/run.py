@@ -68,7 +68,9 @@ def _engine_stages(stats: Any) -> dict[str, float]:
 
 def measure(op: str, root: Path, schemas: Path | None) -> dict[str, Any]:
     """Run one operation through the pipeline's Python API; returns what it did and how long it took."""
-    from gputenancy import engine, output, plan
+    from gputenancy import engine
+    from gputenancy.build import output
+    from gputenancy.deliver import plan
 
     started = time.perf_counter()
     result = engine.run(root, schemas=schemas, cache=None if op == "validate" else "auto")

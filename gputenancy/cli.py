@@ -10,8 +10,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gputenancy import cache, engine, output, report, rules, spec
+from gputenancy import cache, engine, report
+from gputenancy.build import output
 from gputenancy.findings import PipelineError, Severity
+from gputenancy.inputs import spec
+from gputenancy.policy import rules
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -93,7 +96,7 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
     import os
 
     if args.command == "plan":
-        from gputenancy import planview
+        from gputenancy.deliver import planview
 
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         return planview.command(
@@ -108,7 +111,7 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
             findings_format=report.default_format(),
             emit=sys.stdout.write,
         )
-    from gputenancy import publish
+    from gputenancy.deliver import publish
 
     return publish.command(
         root,
@@ -193,7 +196,7 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
 def _derived_files(model: spec.Model) -> dict[str, bytes | None]:
     """Files outside generated/ rendered from the inputs: CODEOWNERS and the Argo CD ApplicationSet.
     None means the file should not exist (removed only when the pipeline wrote it)."""
-    from gputenancy import appset, ownership
+    from gputenancy.deliver import appset, ownership
 
     text = appset.render(model)
     return {
@@ -203,7 +206,7 @@ def _derived_files(model: spec.Model) -> dict[str, bytes | None]:
 
 
 def _generated_by_us(path: Path) -> bool:
-    from gputenancy import appset
+    from gputenancy.deliver import appset
 
     return path.is_file() and path.read_bytes().startswith(appset.HEADER.encode())
 
@@ -262,7 +265,7 @@ def _main(args: argparse.Namespace) -> int:
         if args.command in ("pr-comment", "job-summary"):
             import os
 
-            from gputenancy import github
+            from gputenancy.deliver import github
 
             if args.command == "pr-comment":
                 return github.cmd_pr_comment(args.body_file, args.repo, args.pr, os.environ)

@@ -27,12 +27,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from gputenancy import build, fastyaml, output, proc, rules
+from gputenancy import fastyaml, proc
+from gputenancy.build import kustomize as build
+from gputenancy.build import output
 from gputenancy.cache import Cache, Packs, digest, location, software, tree_digest
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
+from gputenancy.inputs.spec import Cluster, Model, Tenant, load_model
 from gputenancy.objects import RenderedObject
-from gputenancy.render import render_platform, render_tenant
-from gputenancy.spec import Cluster, Model, Tenant, load_model
+from gputenancy.policy import rules
+from gputenancy.render.manifests import render_platform, render_tenant
 
 TENANT_ENTRY = "tenant"
 PLATFORM_ENTRY = "platform"
@@ -306,7 +309,7 @@ def _run(
     shard_size: int,
     workers: int | None,
 ) -> Result:
-    from gputenancy import configcheck
+    from gputenancy.check import configcheck
 
     clock = _Clock()
     store = _open(root, cache)
@@ -435,7 +438,7 @@ class _Outcome:
 def _collect(p: _Cluster, store: Cache | None, clock: _Clock) -> _Outcome:
     """Validate and serialise one cluster's objects as its build hands them back, tenant by tenant.
     Raises PipelineError when kustomize failed."""
-    from gputenancy import validate
+    from gputenancy.check import validate
 
     name, c = p.cluster.name, p.cluster
 

@@ -14,9 +14,10 @@ import pytest
 import trees
 import yaml
 
-from gputenancy import appset, spec
+from gputenancy.check.validate import json_schema
 from gputenancy.cli import main
-from gputenancy.validate import json_schema
+from gputenancy.deliver import appset
+from gputenancy.inputs import spec
 
 ARGOCD_VERSION = "v3.5.1"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gputenancy import configcheck
-from gputenancy.configcheck import check_configuration, deployment_has_feature_gates_flag
-from gputenancy.configfields import parse_go_duration
+from gputenancy.check import configcheck
+from gputenancy.check.configcheck import check_configuration, deployment_has_feature_gates_flag
+from gputenancy.check.configfields import parse_go_duration
 from gputenancy.findings import Finding, Origin, Severity
 
 TAGS = ("v0.18.1", "v0.19.2")

@@ -22,9 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench import fleet
-from gputenancy import cache, cli, engine, source
+from gputenancy import cache, cli, engine
 from gputenancy.findings import Finding, PipelineError, Severity
-from gputenancy.source import MAX_DEPTH, MAX_FILE_BYTES, Document
+from gputenancy.inputs import source
+from gputenancy.inputs.source import MAX_DEPTH, MAX_FILE_BYTES, Document
 
 NEGATIVE = trees.REPO / "tests" / "negative"
 

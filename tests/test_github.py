@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputenancy import github
 from gputenancy.cli import main
+from gputenancy.deliver import github
 
 TOKEN = "t0ken-for-tests"
 REPO = "acme/gpu-tenancy"

@@ -11,8 +11,8 @@ from types import ModuleType
 
 import pytest
 
-from gputenancy import kueuegates
-from gputenancy.kueuegates import Gate
+from gputenancy.versions import gates as kueuegates
+from gputenancy.versions.gates import Gate
 
 REPO = Path(__file__).resolve().parent.parent
 TOOL = REPO / "tools" / "extract_feature_gates.py"
@@ -59,7 +59,7 @@ def test_tool_check_mode(shared: Path, tmp_path: Path) -> None:
 
 
 def test_package_data_is_the_committed_file() -> None:
-    packaged = resources.files("gputenancy").joinpath("data", "kueue_feature_gates.json")
+    packaged = resources.files("gputenancy.versions").joinpath("data", "kueue_feature_gates.json")
     assert packaged.read_text(encoding="utf-8") == DATA.read_text(encoding="utf-8")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import trees
 
-from gputenancy import output
+from gputenancy.build import output
 from gputenancy.cli import main
 
 CORPUS = Path(__file__).parent / "negative"

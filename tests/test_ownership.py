@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import trees
 
-from gputenancy import ownership, spec
 from gputenancy.cli import main
+from gputenancy.deliver import ownership
+from gputenancy.inputs import spec
 
 OWNER = re.compile(r"^@[A-Za-z0-9][A-Za-z0-9-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 PLATFORM = ("@acme/gpu-platform",)

@@ -11,8 +11,10 @@ import git
 import pytest
 import trees
 
-from gputenancy import engine, gitrepo, output, publish
+from gputenancy import engine
+from gputenancy.build import output
 from gputenancy.cli import main
+from gputenancy.deliver import gitrepo, publish
 
 VISION_8 = "gpu.nvidia.com: {nominal: 8, borrowingLimit: 4, lendingLimit: 4}"
 VISION_6 = "gpu.nvidia.com: {nominal: 6, borrowingLimit: 4, lendingLimit: 4}"

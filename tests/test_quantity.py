@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputenancy.quantity import (
+from gputenancy.inputs.quantity import (
     MAX_BINARY_SI,
     Format,
     Quantity,

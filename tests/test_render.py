@@ -10,9 +10,13 @@ import pytest
 import trees
 import yaml
 
-from gputenancy import build, engine, output, render, rules
+from gputenancy import engine
+from gputenancy.build import kustomize as build
+from gputenancy.build import output
 from gputenancy.findings import PipelineError
-from gputenancy.spec import load_model
+from gputenancy.inputs.spec import load_model
+from gputenancy.policy import rules
+from gputenancy.render import manifests as render
 
 REPO = trees.REPO
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import trees
 
-from gputenancy import engine, rules
+from gputenancy import engine
 from gputenancy.findings import Finding, PipelineError, Severity
+from gputenancy.policy import rules
 
 
 def findings_for(root: Path) -> list[Finding]:

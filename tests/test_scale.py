@@ -21,7 +21,9 @@ import trees
 import yaml
 
 from bench import fleet
-from gputenancy import build, cache, cli, engine, fastyaml, objects, spec
+from gputenancy import cache, cli, engine, fastyaml, objects
+from gputenancy.build import kustomize as build
+from gputenancy.inputs import spec
 
 TENANTS = 70
 REPO = trees.REPO

@@ -1,4 +1,4 @@
-"""Tests for gputenancy.source: the hostile-input YAML reader."""
+"""Tests for gputenancy.inputs.source: the hostile-input YAML reader."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gputenancy import source
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
-from gputenancy.source import MAX_DEPTH, MAX_FILE_BYTES, Document, discover, load, load_text
+from gputenancy.inputs import source
+from gputenancy.inputs.source import MAX_DEPTH, MAX_FILE_BYTES, Document, discover, load, load_text
 
 SHOWN = "tenants/team-a.yaml"
 

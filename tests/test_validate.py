@@ -11,16 +11,16 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from gputenancy import validate
-from gputenancy.findings import Finding, Origin, Severity
-from gputenancy.objects import FieldPath, RenderedObject
-from gputenancy.validate import (
+from gputenancy.check import validate
+from gputenancy.check.validate import (
     ValidationReport,
     format_path,
     json_schema,
     unsupported_cel_rules,
     validate_objects,
 )
+from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.objects import FieldPath, RenderedObject
 
 Body = dict[str, Any]
 KUEUE_VERSIONS = ("v0.18.1", "v0.19.2")

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from gputenancy import validate
+from gputenancy.check import validate
+from gputenancy.check.validate import ValidationReport, validate_objects
 from gputenancy.findings import Origin
 from gputenancy.objects import RenderedObject
-from gputenancy.validate import ValidationReport, validate_objects
 
 Body = dict[str, Any]
 

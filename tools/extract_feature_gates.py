@@ -1,4 +1,4 @@
-"""Extract Kueue feature-gate tables into gputenancy/data/kueue_feature_gates.json.
+"""Extract Kueue feature-gate tables into gputenancy/versions/data/kueue_feature_gates.json.
 
 Reads every ``<kueue-dir>/<tag>/FEATURE_GATES.md`` (tags such as ``v0.19.2``), parses the "All gates"
 table and writes one entry per minor version::
@@ -22,7 +22,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_KUEUE_DIR = REPO.parent / "shared" / "kueue"
-DEFAULT_OUTPUT = REPO / "gputenancy" / "data" / "kueue_feature_gates.json"
+DEFAULT_OUTPUT = REPO / "gputenancy" / "versions" / "data" / "kueue_feature_gates.json"
 
 STAGES = ("Alpha", "Beta", "GA", "Deprecated")
 _TAG = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")

@@ -1,9 +1,9 @@
 """Dynamic Resource Allocation (DRA) rules.
 
 The API server's validation of resource.k8s.io ResourceClaimTemplate / ResourceClaim / DeviceClass
-(pkg/apis/resource/validation/validation.go) as admission rules, which `gputenancy.webhooks.RULES` lists;
+(pkg/apis/resource/validation/validation.go) as admission rules, which `gputenancy.check.webhooks.RULES` lists;
 the check of CEL device selectors; and Kueue's checks of the deviceClassMappings of its manager
-Configuration (pkg/config/validation.go), which `gputenancy.configcheck` reports.
+Configuration (pkg/config/validation.go), which `gputenancy.check.configcheck` reports.
 
 It also holds what every admission rule builds on: `Problem` (a field path and a message), `Rule` (an
 entry of the table), the accessors that tolerate malformed input (`get_in`, `mapping_items`,
@@ -20,10 +20,9 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from gputenancy.celext import cel
-from gputenancy.configfields import as_list, as_mapping
-from gputenancy.findings import Severity
-from gputenancy.k8snames import (
+from gputenancy.check.celext import cel
+from gputenancy.check.configfields import as_list, as_mapping
+from gputenancy.check.names import (
     DEVICE_MAX_ID_LENGTH,
     c_identifier_errors,
     device_qualified_name_errors,
@@ -33,6 +32,7 @@ from gputenancy.k8snames import (
     label_errors,
     qualified_name_errors,
 )
+from gputenancy.findings import Severity
 from gputenancy.objects import FieldPath
 
 # --- problems, rules and accessors ----------------------------------------------------------------

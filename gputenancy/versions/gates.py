@@ -39,7 +39,9 @@ class Gate:
 
 @functools.cache
 def _table() -> Mapping[str, Mapping[str, Gate]]:
-    raw = json.loads(resources.files("gputenancy").joinpath("data", _DATA_FILE).read_text(encoding="utf-8"))
+    raw = json.loads(
+        resources.files("gputenancy.versions").joinpath("data", _DATA_FILE).read_text(encoding="utf-8")
+    )
     table: dict[str, Mapping[str, Gate]] = {}
     for minor, gates in raw.items():
         table[minor] = types.MappingProxyType(

@@ -28,7 +28,9 @@ from typing import Any
 
 import git
 
-from gputenancy import engine, gitrepo, output, plan, planview, report
+from gputenancy import engine, report
+from gputenancy.build import output
+from gputenancy.deliver import gitrepo, plan, planview
 from gputenancy.findings import PipelineError
 
 SOURCE_DIRS = ("tenants", "base", "overlays")

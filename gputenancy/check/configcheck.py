@@ -6,9 +6,9 @@ here mirror that startup path for the supported Kueue versions (see `kueuegates.
 
 - apiVersion/kind (`kueue-config-version`);
 - strict decoding: unknown fields and values of the wrong JSON type (`kueue-config-unknown-field`, and the
-  section's rule for type errors), against the field tables of `gputenancy.configfields`;
+  section's rule for type errors), against the field tables of `gputenancy.check.configfields`;
 - `resources.deviceClassMappings` (`kueue-config-device-class-mappings`; the per-mapping checks are in
-  `gputenancy.dra`);
+  `gputenancy.check.dra`);
 - feature gates (`kueue-feature-gate-unknown`, `-locked`, `-dependency`, `-conflict`);
 - `waitForPodsReady` (`kueue-config-wait-for-pods-ready`);
 - integrations, resource transformations, quotaCheckStrategy, managedJobsNamespaceSelector and the smaller
@@ -24,8 +24,8 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputenancy import dra, kueuegates
-from gputenancy.configfields import (
+from gputenancy.check import dra
+from gputenancy.check.configfields import (
     API_V1BETA1,
     API_V1BETA2,
     API_VERSIONS,
@@ -38,9 +38,8 @@ from gputenancy.configfields import (
     kind_of,
     suggest,
 )
-from gputenancy.configfields import KNOWN_FRAMEWORKS as KNOWN_FRAMEWORKS
-from gputenancy.findings import Finding, Origin, Severity
-from gputenancy.k8snames import (
+from gputenancy.check.configfields import KNOWN_FRAMEWORKS as KNOWN_FRAMEWORKS
+from gputenancy.check.names import (
     Requirement,
     dns1035_label_errors,
     dns1123_subdomain_errors,
@@ -49,6 +48,8 @@ from gputenancy.k8snames import (
     selector_matches,
     selector_operator_error,
 )
+from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.versions import gates as kueuegates
 
 OriginOf = Callable[[FieldPath], Origin]
 

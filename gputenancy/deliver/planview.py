@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy import report
-from gputenancy.plan import (
+from gputenancy.deliver.plan import (
     ACTIONS,
     CapacityRow,
     Change,
@@ -21,7 +21,7 @@ from gputenancy.plan import (
     show_value,
     value_change,
 )
-from gputenancy.quantity import Quantity
+from gputenancy.inputs.quantity import Quantity
 
 MAX_COMMENT = 65536
 _BLOCKS = " ▏▎▍▌▋▊▉█"
@@ -189,9 +189,9 @@ def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
 
 
 def to_json(plan: Plan) -> dict[str, Any]:
-    """The JSON document (schema `gputenancy.plan/v1`, documented in README.md)."""
+    """The JSON document (schema `gputenancy.deliver.plan/v1`, documented in README.md)."""
     return {
-        "schema": "gputenancy.plan/v1",
+        "schema": "gputenancy.deliver.plan/v1",
         "against": plan.against,
         "changed": plan.changed,
         "summary": summary(plan),

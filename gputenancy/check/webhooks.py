@@ -2,7 +2,7 @@
 
 Kueue's validating webhooks (ClusterQueue, Cohort, ResourceFlavor) and the LocalQueue naming rules that
 jobs depend on are here; the API server's validation of resource.k8s.io ResourceClaimTemplate /
-ResourceClaim / DeviceClass is in `gputenancy.dra`. Each rule is one function in RULES; its docstring is
+ResourceClaim / DeviceClass is in `gputenancy.check.dra`. Each rule is one function in RULES; its docstring is
 its documentation with a passing and a failing example. A rule takes an object body and yields Problems (a
 field path and a message); `validate` turns them into findings at the input place that caused the field.
 
@@ -17,15 +17,15 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gputenancy import dra
-from gputenancy.dra import Problem, Rule, get_in, mapping_items, string_items
-from gputenancy.dra import label_problems as label_problems
-from gputenancy.k8snames import dns1123_label_errors as dns1123_label_errors
-from gputenancy.k8snames import dns1123_subdomain_errors as dns1123_subdomain_errors
-from gputenancy.k8snames import invalid, label_selector_errors, label_value_errors
-from gputenancy.k8snames import qualified_name_errors as qualified_name_errors
+from gputenancy.check import dra
+from gputenancy.check.dra import Problem, Rule, get_in, mapping_items, string_items
+from gputenancy.check.dra import label_problems as label_problems
+from gputenancy.check.names import dns1123_label_errors as dns1123_label_errors
+from gputenancy.check.names import dns1123_subdomain_errors as dns1123_subdomain_errors
+from gputenancy.check.names import invalid, label_selector_errors, label_value_errors
+from gputenancy.check.names import qualified_name_errors as qualified_name_errors
+from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.objects import FieldPath
-from gputenancy.quantity import Quantity, QuantityError, parse
 
 KUEUE = "kueue.x-k8s.io"
 RESOURCE = "resource.k8s.io"

@@ -17,11 +17,12 @@ from typing import Any
 import jinja2
 import yaml
 
-from gputenancy import fastyaml, kueueconfig
+from gputenancy import fastyaml
 from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.objects import FieldPath, RenderedObject
-from gputenancy.rules import Catalog, claims_on, classes_used, covered_resources
-from gputenancy.spec import Cluster, Model, Tenant
+from gputenancy.policy.rules import Catalog, claims_on, classes_used, covered_resources
+from gputenancy.render import kueueconfig
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
 TENANT_LABEL = "gputenancy.io/tenant"
@@ -67,7 +68,7 @@ def _y(value: Any) -> str:
 @functools.cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("gputenancy", "templates"),
+        loader=jinja2.PackageLoader("gputenancy.render", "templates"),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

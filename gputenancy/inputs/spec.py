@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
-from gputenancy import quantity
 from gputenancy.cache import Cache, Entries, digest, software
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
-from gputenancy.source import CACHE_ENTRY, Document, discover, load
+from gputenancy.inputs import quantity
+from gputenancy.inputs.source import CACHE_ENTRY, Document, discover, load
 
 if TYPE_CHECKING:
     import jsonschema

@@ -9,8 +9,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from gputenancy.findings import Finding, Origin, Severity
-from gputenancy.quantity import Quantity, parse
-from gputenancy.spec import ClaimTemplate, Cluster, DeviceClassEntry, FlavorBudget, Model, Tenant
+from gputenancy.inputs.quantity import Quantity, parse
+from gputenancy.inputs.spec import ClaimTemplate, Cluster, DeviceClassEntry, FlavorBudget, Model, Tenant
 
 MAX_MAPPINGS = 16
 MAX_CLASSES_PER_MAPPING = 8

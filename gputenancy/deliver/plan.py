@@ -19,10 +19,12 @@ from typing import Any
 
 import yaml
 
-from gputenancy import engine, fastyaml, output, rules
+from gputenancy import engine, fastyaml
+from gputenancy.build import output
 from gputenancy.findings import Finding, PipelineError, Severity
+from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.objects import ObjectKey, key_of, to_yaml
-from gputenancy.quantity import Quantity, QuantityError, parse
+from gputenancy.policy import rules
 
 Tree = Mapping[str, bytes]
 Trees = Mapping[str, Tree]
@@ -528,7 +530,7 @@ def read_against(root: Path, against: str | None) -> tuple[dict[str, dict[str, b
         return found, str(directory if against is not None else output.GENERATED)
     if against is None:
         return {}, output.GENERATED
-    from gputenancy import gitrepo
+    from gputenancy.deliver import gitrepo
 
     return gitrepo.trees_at_ref(root, against, output.GENERATED)
 

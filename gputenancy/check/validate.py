@@ -3,7 +3,7 @@
 Kueue objects are checked against the CRD schemas of a platform-configured directory (structural
 schema as JSON Schema with unknown fields rejected, list-type uniqueness, CEL `x-kubernetes-validations`
 evaluated on the defaulted object), built-in kinds against the strict OpenAPI-derived schemas that the
-kubernetes-validate package bundles, and both against the admission rules of `gputenancy.webhooks`.
+kubernetes-validate package bundles, and both against the admission rules of `gputenancy.check.webhooks`.
 Findings point back to inputs through each object's provenance (`RenderedObject.origin_for`).
 """
 
@@ -24,8 +24,9 @@ from typing import Any, NoReturn
 
 import jsonschema_rs
 
-from gputenancy import fastyaml, webhooks
-from gputenancy.celext import cel
+from gputenancy import fastyaml
+from gputenancy.check import webhooks
+from gputenancy.check.celext import cel
 from gputenancy.findings import Finding, Origin, Severity
 from gputenancy.objects import FieldPath, RenderedObject
 

@@ -1,0 +1,1 @@
+"""Plan and its views, publish and git, GitHub, ApplicationSet, CODEOWNERS."""

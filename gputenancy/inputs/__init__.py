@@ -1,0 +1,1 @@
+"""Files -> records: the hardened YAML reader, discovery, Tenant/Platform/Cluster records, quantities."""

@@ -1,0 +1,1 @@
+"""Named rules over the records."""

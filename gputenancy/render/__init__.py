@@ -1,0 +1,1 @@
+"""Records -> Kubernetes objects (jinja2), the merged Kueue Configuration."""

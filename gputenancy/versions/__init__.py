@@ -1,0 +1,1 @@
+"""What differs per Kueue and Kubernetes version, as data and its loaders."""
