@@ -16,7 +16,7 @@ from gputenancy.versions.gates import Gate
 
 REPO = Path(__file__).resolve().parent.parent
 TOOL = REPO / "tools" / "extract_feature_gates.py"
-DATA = REPO / "gputenancy" / "data" / "kueue_feature_gates.json"
+DATA = REPO / "gputenancy" / "versions" / "data" / "kueue_feature_gates.json"
 
 
 def _load_tool() -> ModuleType:
