@@ -1,4 +1,10 @@
-"""Shared fixtures: the repository root, the upstream reference data in ../shared, a guarded $HOME."""
+"""Shared fixtures: the repository root, the upstream reference data in ../shared, a guarded $HOME.
+
+The reference data (Kueue CRDs and feature gates, Kubernetes schemas, Argo CD CRDs, upstream examples)
+is found at $GPUTENANCY_SHARED, or ../shared beside the checkout. Every test that reads it asks for the
+`shared` fixture, which fails under CI when the data is missing and skips otherwise. The product's own
+option for Kueue CRDs (`--schemas`, $GPUTENANCY_SCHEMAS) is cleared for every test, so a test never
+passes or fails because of how the shell running it is configured."""
 
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ def shared_dir() -> Path:
     return path
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared() -> Path:
     return shared_dir()
 
@@ -39,3 +45,4 @@ def _guard_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GPUTENANCY_CACHE", str(home / "gputenancy-cache"))
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GPUTENANCY_SCHEMAS", raising=False)

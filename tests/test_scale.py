@@ -26,12 +26,6 @@ from gputenancy.build import kustomize as build
 from gputenancy.inputs import spec
 
 TENANTS = 70
-REPO = trees.REPO
-
-
-def _schemas() -> Path | None:
-    shared = Path(os.environ.get("GPUTENANCY_SHARED", REPO.parent / "shared"))
-    return shared if (shared / "kueue").is_dir() else None
 
 
 def _snapshot(result: engine.Result) -> tuple[dict[str, dict[str, bytes]], list[str], tuple[str, ...]]:
@@ -51,9 +45,11 @@ def fleet_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(fleet_root: Path) -> tuple[dict[str, dict[str, bytes]], list[str], tuple[str, ...]]:
-    """The render without any cache, with the default shard size."""
-    return _snapshot(engine.run(fleet_root, schemas=_schemas(), cache=None))
+def reference(
+    fleet_root: Path, shared: Path
+) -> tuple[dict[str, dict[str, bytes]], list[str], tuple[str, ...]]:
+    """The render without any cache, with the default shard size, validated against the Kueue CRDs."""
+    return _snapshot(engine.run(fleet_root, schemas=shared, cache=None))
 
 
 def test_fleet_is_a_realistic_mix(fleet_root: Path, reference: Any) -> None:
@@ -77,12 +73,14 @@ def test_fleet_is_a_realistic_mix(fleet_root: Path, reference: Any) -> None:
     assert labels["metadata"]["labels"]["gputenancy.io/cluster"] == "us-east"  # the Component ran
 
 
-def test_cold_and_warm_cache_give_the_same_output(fleet_root: Path, reference: Any, tmp_path: Path) -> None:
+def test_cold_and_warm_cache_give_the_same_output(
+    fleet_root: Path, reference: Any, tmp_path: Path, shared: Path
+) -> None:
     store = tmp_path / "cache"
-    cold = engine.run(fleet_root, schemas=_schemas(), cache=store)
+    cold = engine.run(fleet_root, schemas=shared, cache=store)
     placements = sum(len(cold.model.tenants_on(c)) for c in cold.model.clusters)
     assert (cold.stats.hits, cold.stats.misses) == (0, placements)
-    warm = engine.run(fleet_root, schemas=_schemas(), cache=store)
+    warm = engine.run(fleet_root, schemas=shared, cache=store)
     assert (warm.stats.hits, warm.stats.misses, warm.stats.rendered) == (placements, 0, ())
     assert warm.stats.shards == 0  # no tenant object went through kustomize
     assert _snapshot(cold) == reference
@@ -103,8 +101,10 @@ def test_shards_split_a_group_only_when_it_is_larger_than_a_shard() -> None:
 
 
 @pytest.mark.parametrize("shard_size", [7, 100_000])
-def test_shard_size_does_not_change_the_output(fleet_root: Path, reference: Any, shard_size: int) -> None:
-    result = engine.run(fleet_root, schemas=_schemas(), cache=None, shard_size=shard_size)
+def test_shard_size_does_not_change_the_output(
+    fleet_root: Path, reference: Any, shard_size: int, shared: Path
+) -> None:
+    result = engine.run(fleet_root, schemas=shared, cache=None, shard_size=shard_size)
     assert _snapshot(result) == reference
     if shard_size == 100_000:
         assert result.stats.shards == 2  # one per cluster with a tenant Component
@@ -121,9 +121,11 @@ def _size(pack: Path) -> int:
     return len(json.loads(pack.read_bytes().partition(b"\n")[2])["value"])
 
 
-def test_a_damaged_cache_entry_is_never_used(fleet_root: Path, reference: Any, tmp_path: Path) -> None:
+def test_a_damaged_cache_entry_is_never_used(
+    fleet_root: Path, reference: Any, tmp_path: Path, shared: Path
+) -> None:
     store = tmp_path / "cache"
-    first = engine.run(fleet_root, schemas=_schemas(), cache=store)
+    first = engine.run(fleet_root, schemas=shared, cache=store)
     assert first.stats.hits == 0
     packs = random.Random(3).sample(_entries(store), 4)
     sizes = [_size(p) for p in packs]
@@ -135,15 +137,15 @@ def test_a_damaged_cache_entry_is_never_used(fleet_root: Path, reference: Any, t
     packs[1].write_bytes(packs[1].read_bytes()[:100])
     # 3. a valid pack of another name copied over this one
     shutil.copyfile(packs[3], packs[2])
-    result = engine.run(fleet_root, schemas=_schemas(), cache=store)
+    result = engine.run(fleet_root, schemas=shared, cache=store)
     assert (result.stats.corrupt, result.stats.misses) == (3, sum(sizes[:3]))
     assert _snapshot(result) == reference
-    again = engine.run(fleet_root, schemas=_schemas(), cache=store)  # rewritten by the run above
+    again = engine.run(fleet_root, schemas=shared, cache=store)  # rewritten by the run above
     assert (again.stats.corrupt, again.stats.misses) == (0, 0)
     # 4. digest recomputed over a payload that is not a pack
     bogus = b'{"key": "x", "value": 1}'
     packs[3].write_bytes(hashlib.sha256(bogus).hexdigest().encode() + b"\n" + bogus)
-    result = engine.run(fleet_root, schemas=_schemas(), cache=store)
+    result = engine.run(fleet_root, schemas=shared, cache=store)
     assert (result.stats.corrupt, result.stats.misses) == (1, sizes[3])
     assert _snapshot(result) == reference
 
@@ -161,18 +163,18 @@ def test_an_entry_that_checks_out_but_has_the_wrong_shape_is_a_miss(fleet_root: 
     assert _snapshot(result)[0] == _snapshot(first)[0]
 
 
-def test_editing_one_tenant_re_renders_only_that_tenant(tmp_path: Path) -> None:
+def test_editing_one_tenant_re_renders_only_that_tenant(tmp_path: Path, shared: Path) -> None:
     root = tmp_path / "fleet"
     fleet.generate(root, TENANTS, seed=7)
     store = tmp_path / "cache"
-    engine.run(root, schemas=_schemas(), cache=store)
+    engine.run(root, schemas=shared, cache=store)
     name = fleet.edit_one(root)
-    result = engine.run(root, schemas=_schemas(), cache=store)
+    result = engine.run(root, schemas=shared, cache=store)
     tenant = next(t for t in result.model.tenants if t.name == name)
     placed = sorted((c, name) for c in result.model.clusters if tenant.placed_on(c))
     assert sorted(result.stats.rendered) == placed
     assert result.stats.misses == len(placed)
-    assert _snapshot(result) == _snapshot(engine.run(root, schemas=_schemas(), cache=None))
+    assert _snapshot(result) == _snapshot(engine.run(root, schemas=shared, cache=None))
     # a change that does not reach any object (the description) renders nothing
     path = root / "tenants" / f"{name}.yaml"
     text = path.read_text()
@@ -181,7 +183,7 @@ def test_editing_one_tenant_re_renders_only_that_tenant(tmp_path: Path) -> None:
     else:
         text += "description: changed\n"
     path.write_text(text)
-    quiet = engine.run(root, schemas=_schemas(), cache=store)
+    quiet = engine.run(root, schemas=shared, cache=store)
     assert quiet.stats.rendered == ()
 
 
