@@ -245,9 +245,31 @@ def test_unknown_source_commit_is_refused(tmp_path: Path, capsys: pytest.Capture
     assert tip(remote) == published
 
 
-def test_racing_publishes_the_newer_wins(tmp_path: Path) -> None:
-    """Two publishes from successive source commits push at the same moment (a pre-receive hook holds
-    each push until both arrived): one loses the race, fetches, re-plans and retries or steps back."""
+# A pre-receive hook that holds every push until both publishes have arrived, then lets the chosen
+# winner through first and holds the loser until the winner's ref update has landed: the loser's
+# update then fails (the branch moved under it), so which push wins is decided here, not by timing.
+RACE_HOOK = """\
+#!/bin/sh
+read old new ref
+source=$(git log -1 --format=%B "$new" | sed -n 's/^Source-Commit: //p' | tail -n 1)
+touch "{arrived}/push.$$"
+n=0
+while [ "$(ls "{arrived}" | wc -l)" -lt 2 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done
+if [ "$source" = "{loser}" ] && mkdir "{held}" 2>/dev/null; then
+  before=$(echo "$old" | sed 's/^0*$//')
+  n=0
+  while [ "$(git rev-parse -q --verify "$ref")" = "$before" ] && [ $n -lt 600 ]; do
+    sleep 0.1; n=$((n+1))
+  done
+fi
+"""
+
+
+@pytest.mark.parametrize("first", ["newer", "older"])
+def test_racing_publishes_the_newer_wins(tmp_path: Path, first: str) -> None:
+    """Two publishes from successive source commits push at the same moment. The newer pushes first:
+    the older loses the race, fetches, sees a newer source and steps back (superseded). The older
+    pushes first: the newer loses, fetches, re-plans on top of it and pushes (retried and won)."""
     root, remote = source(tmp_path), bare(tmp_path)
     older = head(root)
     replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
@@ -259,13 +281,9 @@ def test_racing_publishes_the_newer_wins(tmp_path: Path) -> None:
         checkouts[name] = tmp_path / name
     arrived = tmp_path / "arrived"
     arrived.mkdir()
+    loser = older if first == "newer" else newer
     hook = remote / "hooks" / "pre-receive"
-    hook.write_text(
-        "#!/bin/sh\ncat >/dev/null\n"
-        f'touch "{arrived}/push.$$"\n'
-        "n=0\n"
-        f'while [ "$(ls "{arrived}" | wc -l)" -lt 2 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done\n'
-    )
+    hook.write_text(RACE_HOOK.format(arrived=arrived, loser=loser, held=tmp_path / "held"))
     hook.chmod(hook.stat().st_mode | stat.S_IEXEC)
     outcomes: dict[str, publish.Outcome | BaseException] = {}
 
@@ -281,16 +299,19 @@ def test_racing_publishes_the_newer_wins(tmp_path: Path) -> None:
     for t in threads:
         t.join(timeout=300)
     statuses = {name: getattr(o, "status", repr(o)) for name, o in outcomes.items()}
-    assert statuses["newer"] == "pushed", statuses
-    assert statuses["older"] in ("pushed", "superseded"), statuses
-    assert len(list(arrived.iterdir())) >= 2  # both pushes met at the hook
+    assert (tmp_path / "held").is_dir()  # the loser was held until the winner had landed
     sha, message, published, count = tip(remote)
     assert gitrepo.trailer(message, "Source-Commit") == newer
     assert published == rendered(checkouts["newer"])
-    if statuses["older"] == "pushed":  # the older won the race: the newer built on top of it
+    if first == "newer":  # the older lost, fetched and found a newer source published meanwhile
+        assert statuses == {"newer": "pushed", "older": "superseded"}, statuses
+        assert count == 1 and len(list(arrived.iterdir())) == 2
+    else:  # the newer lost, fetched, re-planned on top of the older and pushed again
+        assert statuses == {"newer": "pushed", "older": "pushed"}, statuses
         assert count == 2 and len(list(arrived.iterdir())) == 3
-    else:
-        assert count == 1
+        with git.Repo(remote) as repo:
+            parent = repo.commit(sha).parents[0]
+            assert gitrepo.trailer(str(parent.message), "Source-Commit") == older
 
 
 def test_public_url_drops_credentials() -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -436,10 +439,41 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 """
 
 
+_LOAD_IN_A_CHILD = """
+import json, resource, sys
+from pathlib import Path
+limit = 1 << 30  # 1 GiB of address space: a reader that expanded the aliases dies instead of swapping
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+from gputenancy.findings import PipelineError
+from gputenancy.inputs import source
+try:
+    source.load(Path(sys.argv[1]), Path(sys.argv[2]))
+except PipelineError as exc:
+    print(json.dumps([[f.path, f.line, f.col, f.rule, f.message] for f in exc.findings]))
+"""
+
+
 def test_billion_laughs_refused_quickly(root: Path) -> None:
-    findings = refused(root, BILLION_LAUGHS)
+    """Read in a child process with a time and a memory limit, so that a reader that expands the
+    aliases fails this test instead of hanging or exhausting the machine."""
+    path = write(root, BILLION_LAUGHS)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    child = subprocess.run(
+        [sys.executable, "-c", _LOAD_IN_A_CHILD, str(path), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    findings = [
+        Finding(p, line, col, Severity.ERROR, rule, m) for p, line, col, rule, m in json.loads(child.stdout)
+    ]
+    assert all(f.path == SHOWN for f in findings)
     assert rules(findings) == {"source-alias"}
     assert (1, 4) in places(findings, "source-alias")
+    assert (2, 8) in places(findings, "source-alias")  # the first alias, not only anchors
     assert len(findings) == source.MAX_FINDINGS_PER_RULE + 1
     assert "further source-alias findings in this file are not shown" in findings[-1].message
 
@@ -484,8 +518,10 @@ def test_python_payload_never_runs(root: Path, tmp_path: Path) -> None:
     findings = refused(root, payload)
     assert places(findings, "source-tag") == [(1, 4), (2, 4), (3, 4)]
     assert not sentinel.exists()
-    # the payload is real: an unsafe loader would run it
-    assert "python/object/apply" in payload
+    # the payload is real: an unsafe loader runs it
+    armed = tmp_path / "armed"
+    yaml.unsafe_load(payload.splitlines()[0].replace(str(sentinel), str(armed)))
+    assert armed.exists()
 
 
 def test_untagged_values_pass(root: Path) -> None:

@@ -1,0 +1,227 @@
+"""The chain as a property of the output, over generated fleets.
+
+For every small fleet hypothesis draws (device classes that share a quota resource, claims on classes
+other than the budgeted one, classes declared by tenants, a tenant Component that really runs
+kustomize), either the pipeline refuses the input with findings, or, on the objects as rendered and
+again as built, every claim's device class has a DeviceClass (rendered, or installed by the driver
+when the catalog gives no selectors), a deviceClassMapping in the cluster's Kueue Configuration, and
+that mapping's quota resource is covered by the ClusterQueue that the LocalQueue of the claim's
+namespace points at. A claim the budget does not cover must be refused by `claim-coverage`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import smallrepo as s
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gputenancy import engine
+from gputenancy.inputs.spec import load_model
+from gputenancy.policy import rules
+from gputenancy.render import kueueconfig
+from gputenancy.render import manifests as render
+
+H100 = "h100.nvidia.com"
+MIG_2G = "mig-2g.20gb.nvidia.com"  # declared by a tenant, not by the platform
+H100_SELECTOR = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"
+RESOURCE = {
+    s.GPU: "nvidia.com/gpu",
+    H100: "nvidia.com/gpu",  # two classes on one quota resource
+    s.MIG: "nvidia.com/mig-1g.10gb",
+    MIG_2G: "nvidia.com/mig-2g.20gb",
+}
+PLATFORM_CLASSES = [
+    s.device_class(s.GPU, RESOURCE[s.GPU]),  # installed by the driver: no selectors, not rendered
+    {"name": H100, "resource": RESOURCE[H100], "selectors": [H100_SELECTOR]},
+    s.device_class(s.MIG, RESOURCE[s.MIG], "1g.10gb"),
+]
+DECLARED = s.device_class(MIG_2G, RESOURCE[MIG_2G], "2g.20gb")
+CLASSES = sorted(RESOURCE)
+FLAVORS = ("h100", "a100")
+CLUSTERS = ("east", "west")
+
+
+@st.composite
+def fleets(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """2-4 tenants, each with budgets on one or two flavors and 1-3 claim templates on classes of the
+    quota resources it budgets (on any class in a quarter of the fleets)."""
+    count = draw(st.integers(2, 4))
+    uncovered = draw(st.integers(0, 3)) == 0  # a quarter of the fleets may claim what they do not budget
+    tenants = []
+    for i in range(count):
+        flavors = draw(st.lists(st.sampled_from(FLAVORS), min_size=1, max_size=2, unique=True))
+        budgets = []
+        budgeted: set[str] = set()
+        for flavor in flavors:
+            classes = draw(st.lists(st.sampled_from(CLASSES), min_size=1, max_size=2, unique=True))
+            # one quota resource once per flavor: budget_duplicate_resource refuses the same one twice
+            by_resource = {RESOURCE[c]: c for c in classes}
+            devices = {c: draw(st.integers(0, 2)) for c in by_resource.values()}
+            budgeted |= set(devices)
+            budgets.append({"flavor": flavor, "devices": devices})
+        have = {RESOURCE[c] for c in budgeted}
+        namespaces = [f"t{i}-ns{n}" for n in range(draw(st.integers(1, 2)))]
+        claims = []
+        for n in range(draw(st.integers(1, 3))):
+            # any class on a budgeted quota resource: often not the class the budget names
+            choices = CLASSES if uncovered else [c for c in CLASSES if RESOURCE[c] in have]
+            claim: dict[str, Any] = {"name": f"claim-{n}", "deviceClass": draw(st.sampled_from(choices))}
+            if len(namespaces) > 1 and draw(st.booleans()):
+                claim["namespaces"] = [draw(st.sampled_from(namespaces))]
+            claims.append(claim)
+        uses_2g = MIG_2G in budgeted or any(c["deviceClass"] == MIG_2G for c in claims)
+        body = s.tenant(
+            f"t{i}",
+            budgets,
+            namespaces=namespaces,
+            claimTemplates=claims,
+            clusters=draw(st.lists(st.sampled_from(CLUSTERS), min_size=1, max_size=2, unique=True)),
+        )
+        if uses_2g or draw(st.booleans()):
+            body["deviceClasses"] = [DECLARED]
+        tenants.append(body)
+    return tenants
+
+
+def _capacity(tenants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Enough of everything: the property is about the chain, not about capacity."""
+    declared = any("deviceClasses" in t for t in tenants)
+    classes = (s.GPU, s.MIG, MIG_2G) if declared else (s.GPU, s.MIG)
+    return [{"flavor": f, "devices": {c: 100 for c in classes}} for f in FLAVORS]
+
+
+def _config(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    (configmap,) = [b for b in bodies if b["kind"] == "ConfigMap"]
+    config: dict[str, Any] = yaml.safe_load(configmap["data"][kueueconfig.CONFIG_KEY])
+    return config
+
+
+def chain_breaks(bodies: list[Mapping[str, Any]], catalog: rules.Catalog) -> list[str]:
+    """Every way a claim of these objects fails to count against a quota."""
+    mapped = {
+        name: m["name"]
+        for m in _config(bodies).get("resources", {}).get("deviceClassMappings", [])
+        for name in m["deviceClassNames"]
+    }
+    device_classes = {b["metadata"]["name"] for b in bodies if b["kind"] == "DeviceClass"}
+    queue_of = {
+        b["metadata"]["namespace"]: b["spec"]["clusterQueue"] for b in bodies if b["kind"] == "LocalQueue"
+    }
+    covered = {
+        b["metadata"]["name"]: {r for g in b["spec"]["resourceGroups"] for r in g["coveredResources"]}
+        for b in bodies
+        if b["kind"] == "ClusterQueue"
+    }
+    breaks = []
+    claims = [b for b in bodies if b["kind"] == "ResourceClaimTemplate"]
+    for claim in claims:
+        where = f"{claim['metadata']['namespace']}/{claim['metadata']['name']}"
+        for request in claim["spec"]["spec"]["devices"]["requests"]:
+            cls = request["exactly"]["deviceClassName"]
+            entry = catalog.classes.get(cls)
+            if entry is None:
+                breaks.append(f"{where}: class {cls} is not in the catalog")
+                continue
+            if entry.selectors and cls not in device_classes:
+                breaks.append(f"{where}: no DeviceClass {cls}")
+            if mapped.get(cls) != entry.resource:
+                breaks.append(f"{where}: class {cls} mapped to {mapped.get(cls)}, not {entry.resource}")
+            queue = queue_of.get(claim["metadata"]["namespace"])
+            if queue is None or queue not in covered:
+                breaks.append(f"{where}: namespace reaches no ClusterQueue ({queue})")
+            elif entry.resource not in covered[queue]:
+                breaks.append(f"{where}: ClusterQueue {queue} does not cover {entry.resource}")
+    return breaks
+
+
+def _uncovered(tenants: list[dict[str, Any]]) -> bool:
+    """Some claim asks for a quota resource its tenant budgets nowhere (claim-coverage refuses it)."""
+    for t in tenants:
+        have = {RESOURCE[c] for b in t["budgets"]["default"] for c in b["devices"]}
+        if any(RESOURCE[c["deviceClass"]] not in have for c in t["claimTemplates"]):
+            return True
+    return False
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(tenants=fleets())
+def test_every_claim_reaches_a_mapped_and_covered_quota(tenants: list[dict[str, Any]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = s.write(
+            Path(tmp) / "repo",
+            tenants,
+            [s.cluster(name, _capacity(tenants)) for name in CLUSTERS],
+            platform_body=s.platform(PLATFORM_CLASSES, FLAVORS),
+            component=True,
+        )
+        result = engine.run(root, cache=None)
+        if _uncovered(tenants):
+            assert "claim-coverage" in {f.rule for f in result.findings}
+            return
+        assert not result.failed, [f.format() for f in result.findings]
+        model, _ = load_model(root)
+        catalog = rules.effective_catalog(model)
+        claims = 0
+        for name in CLUSTERS:
+            built = [yaml.safe_load(data) for data in result.clusters[name].tree.values()]
+            assert chain_breaks(built, catalog) == [], name
+            cluster = model.clusters[name]
+            platform, _, _ = render.render_platform(model, cluster, catalog)
+            rendered = [o.body for o in platform] + [
+                o.body for t in model.tenants_on(name) for o in render.render_tenant(t, cluster, catalog)
+            ]
+            assert chain_breaks(rendered, catalog) == [], name
+            claims += sum(b["kind"] == "ResourceClaimTemplate" for b in built)
+        placed = sum(len(t["namespaces"]) for t in tenants for _ in t["clusters"])
+        assert claims >= placed  # every namespace on every cluster got its claims
+
+
+def test_the_property_sees_a_broken_chain(tmp_path: Path) -> None:
+    """chain_breaks finds each missing link: no DeviceClass, no mapping, an uncovered resource."""
+    tenant = s.tenant(
+        "a",
+        [{"flavor": "h100", "devices": {s.GPU: 1}}],
+        claimTemplates=[{"name": "one", "deviceClass": H100}],
+    )
+    root = s.write(tmp_path, [tenant], platform_body=s.platform(PLATFORM_CLASSES, FLAVORS))
+    result = engine.run(root, cache=None)
+    assert not result.failed, [f.format() for f in result.findings]
+    catalog = rules.effective_catalog(result.model)
+    bodies = [yaml.safe_load(data) for data in result.clusters["c1"].tree.values()]
+    assert chain_breaks(bodies, catalog) == []
+    no_class = [b for b in bodies if not (b["kind"] == "DeviceClass" and b["metadata"]["name"] == H100)]
+    assert chain_breaks(no_class, catalog) == ["a-ns/one: no DeviceClass h100.nvidia.com"]
+    for body in bodies:
+        if body["kind"] == "ConfigMap":
+            body["data"][kueueconfig.CONFIG_KEY] = body["data"][kueueconfig.CONFIG_KEY].replace(
+                f"- {H100}\n", ""
+            )
+        if body["kind"] == "ClusterQueue":
+            body["spec"]["resourceGroups"][0]["coveredResources"] = ["cpu"]
+    assert chain_breaks(bodies, catalog) == [
+        "a-ns/one: class h100.nvidia.com mapped to None, not nvidia.com/gpu",
+        "a-ns/one: ClusterQueue a does not cover nvidia.com/gpu",
+    ]
+
+
+def test_the_fleets_reach_both_outcomes_and_claims_off_the_budgeted_class() -> None:
+    """The generator is not degenerate: most fleets pass, some are refused, and claims on a class the
+    budget does not name (but whose quota resource it covers) are common."""
+    seen = {"refused": 0, "passed": 0, "other-class": 0}
+
+    @settings(max_examples=30, deadline=None, database=None)
+    @given(tenants=fleets())
+    def tally(tenants: list[dict[str, Any]]) -> None:
+        seen["refused" if _uncovered(tenants) else "passed"] += 1
+        for t in tenants:
+            named = {c for b in t["budgets"]["default"] for c in b["devices"]}
+            seen["other-class"] += any(c["deviceClass"] not in named for c in t["claimTemplates"])
+
+    tally()
+    assert seen["passed"] > seen["refused"] > 0 and seen["other-class"] > 5, seen

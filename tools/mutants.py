@@ -1,0 +1,487 @@
+"""The fixed list of mutants of tools/mutate.py: one small deliberate bug each in a core behaviour.
+
+Each mutant names its file, the exact source text it changes (found once, or the run stops) and the
+replacement, the tests that concern it (pytest paths or node ids, run with -x), and what it breaks.
+When a change of the code moves or rewrites an anchor, update the mutant here so it still makes the
+same bug; delete it only with the behaviour it tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    id: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    why: str
+    timeout: float = 0.0  # seconds; 0: the runner's default
+
+
+RULES = "gputenancy/policy/rules.py"
+CONFIG = "gputenancy/render/kueueconfig.py"
+ENGINE = "gputenancy/engine.py"
+CACHE = "gputenancy/cache.py"
+QUANTITY = "gputenancy/inputs/quantity.py"
+WEBHOOKS = "gputenancy/check/webhooks.py"
+PLANVIEW = "gputenancy/deliver/planview.py"
+PLAN = "gputenancy/deliver/plan.py"
+PUBLISH = "gputenancy/deliver/publish.py"
+OUTPUT = "gputenancy/build/output.py"
+SOURCE = "gputenancy/inputs/source.py"
+
+T_RULES = ("tests/test_boundaries.py", "tests/test_rules.py")
+T_CHAIN = ("tests/test_boundaries.py", "tests/test_chain_property.py", "tests/test_render.py")
+T_CACHE = ("tests/test_scale.py", "tests/test_render.py")
+T_QUANTITY = ("tests/test_quantity.py",)
+T_WEBHOOKS = ("tests/test_boundaries.py", "tests/test_webhooks.py")
+T_PLAN = ("tests/test_plan.py",)
+T_PUBLISH = ("tests/test_publish.py",)
+T_OUTPUT = (
+    "tests/test_cli.py",
+    "tests/test_publish.py::test_interrupted_write_leaves_the_directory_as_it_was",
+)
+T_SOURCE = ("tests/test_source.py",)
+
+MUTANTS: tuple[Mutant, ...] = (
+    # ------------------------------------------------------------------ model rules
+    Mutant(
+        "capacity-boundary",
+        RULES,
+        "        if used > cap[0]:",
+        "        if used >= cap[0]:",
+        T_RULES,
+        "capacity refuses budgets exactly at capacity",
+    ),
+    Mutant(
+        "capacity-one-class-per-resource",
+        RULES,
+        "out[key] = ((prev[0] + q) if prev else q, origin)",
+        "out[key] = (q, origin)",
+        T_RULES,
+        "capacity of two device classes on one quota resource no longer adds up",
+    ),
+    Mutant(
+        "usage-one-class-per-resource",
+        RULES,
+        "                    key = (fb.flavor, entry.resource)\n"
+        "                    total[key] = total.get(key, parse(0)) + amount.nominal",
+        "                    key = (fb.flavor, entry.resource)\n                    total[key] = amount.nominal",
+        T_RULES,
+        "budgets on one quota resource no longer add up",
+    ),
+    Mutant(
+        "quota-limits-equal",
+        RULES,
+        "amount.lending > amount.nominal",
+        "amount.lending >= amount.nominal",
+        T_RULES,
+        "quota-limits refuses lendingLimit == nominal, which Kueue allows",
+    ),
+    Mutant(
+        "cohort-required-lending",
+        RULES,
+        "if amount.borrowing is not None or amount.lending is not None:",
+        "if amount.borrowing is not None:",
+        T_RULES,
+        "cohort-required ignores a lendingLimit without a cohort",
+    ),
+    Mutant(
+        "classes-used-no-claims",
+        RULES,
+        "            used.setdefault(ct.device_class, ct.class_origin)",
+        "            pass",
+        T_CHAIN,
+        "classes_used ignores claim templates: a class only claimed gets no DeviceClass nor mapping",
+    ),
+    Mutant(
+        "claim-coverage-off",
+        RULES,
+        "if entry is not None and entry.resource not in covered:",
+        "if entry is not None and entry.resource not in covered and not claims_on:",
+        T_RULES,
+        "claim-coverage never fires",
+    ),
+    Mutant(
+        "namespace-owner-off",
+        RULES,
+        "        if len({t.name for t, _ in owners}) < 2:",
+        "        if len({t.name for t, _ in owners}) < 3:",
+        T_RULES,
+        "a namespace listed by two tenants passes",
+    ),
+    Mutant(
+        "mapping-limits-boundary",
+        RULES,
+        "        if len(by_resource) > MAX_MAPPINGS:",
+        "        if len(by_resource) >= MAX_MAPPINGS:",
+        T_RULES,
+        "mapping-limits refuses exactly 16 mappings",
+    ),
+    Mutant(
+        "mapping-classes-boundary",
+        RULES,
+        "            if len(classes) > MAX_CLASSES_PER_MAPPING:",
+        "            if len(classes) > MAX_CLASSES_PER_MAPPING + 1:",
+        T_RULES,
+        "mapping-limits lets 9 classes into one mapping",
+    ),
+    Mutant(
+        "catalog-last-declaration-wins",
+        RULES,
+        "            classes.setdefault(entry.name, entry)",
+        "            classes[entry.name] = entry",
+        T_RULES,
+        "a tenant's declaration overrides the platform catalog",
+    ),
+    # ------------------------------------------------------------------ the Kueue Configuration merge
+    Mutant(
+        "merge-drops-base-mappings",
+        CONFIG,
+        "merged = sorted([*existing, *generated]",
+        "merged = sorted([*generated]",
+        T_CHAIN,
+        "deviceClassMappings of base/kueue-config.yaml are dropped by the merge",
+    ),
+    Mutant(
+        "merge-replaces-maps",
+        CONFIG,
+        "if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):",
+        "if False:",
+        ("tests/test_boundaries.py", "tests/test_render.py", "tests/test_configcheck.py"),
+        "an overlay's kueue.config map replaces the base map instead of merging into it",
+    ),
+    Mutant(
+        "merge-no-conflict-check",
+        CONFIG,
+        "            if cls in claimed:",
+        "            if cls in claimed and cls not in claimed:",
+        ("tests/test_render.py",),
+        "a class mapped both in the Configuration and by the catalog passes",
+    ),
+    Mutant(
+        "mapping-one-class",
+        CONFIG,
+        '{"name": res, "deviceClassNames": sorted(names)}',
+        '{"name": res, "deviceClassNames": sorted(names)[:1]}',
+        T_CHAIN,
+        "a mapping keeps only the first of the classes on its quota resource",
+    ),
+    Mutant(
+        "feature-gates-dropped",
+        CONFIG,
+        '        body["featureGates"] = gates',
+        "        pass",
+        ("tests/test_render.py", "tests/test_kueuegates.py", "tests/test_configcheck.py"),
+        "the overlay's featureGates never reach the Configuration",
+    ),
+    # ------------------------------------------------------------------ cache keys
+    Mutant(
+        "key-no-kustomize-version",
+        ENGINE,
+        'salt = digest("engine-v1", software(), tool, ',
+        'salt = digest("engine-v1", software(), ',
+        T_CACHE,
+        "the tenant cache key leaves out the kustomize version",
+    ),
+    Mutant(
+        "key-no-crd-contents",
+        ENGINE,
+        'tree_digest(crd_dir) if crd_dir is not None else ""',
+        '""',
+        T_CACHE,
+        "the cluster key no longer hashes the CRD files' contents",
+    ),
+    Mutant(
+        "key-no-templates",
+        CACHE,
+        '(".py", ".j2", ".json")',
+        '(".py", ".json")',
+        T_CACHE,
+        "the software hash skips the .j2 templates",
+    ),
+    Mutant(
+        "key-no-catalog",
+        ENGINE,
+        'f"kustomize={kustomize}", _catalog_digest(catalog))',
+        'f"kustomize={kustomize}")',
+        T_CACHE,
+        "the tenant cache key leaves out the device-class catalog",
+    ),
+    Mutant(
+        "key-tenant-by-name",
+        ENGINE,
+        "key = digest(cluster_key, repr(tenant))",
+        "key = digest(cluster_key, tenant.name)",
+        T_CACHE,
+        "a tenant's cache entry is keyed by its name, not its record",
+    ),
+    Mutant(
+        "key-no-kubernetes-version",
+        ENGINE,
+        "                    c.kueue_version,\n                    c.kubernetes_version,\n",
+        "                    c.kueue_version,\n",
+        T_CACHE,
+        "the cluster key leaves out the Kubernetes version",
+    ),
+    Mutant(
+        "key-no-stage",
+        ENGINE,
+        'stage.digest() if stage is not None else "",',
+        '"",',
+        T_CACHE,
+        "the cluster key leaves out the staged kustomizations",
+    ),
+    # ------------------------------------------------------------------ quantity printing
+    Mutant(
+        "quantity-binary-threshold",
+        QUANTITY,
+        "if -1024 < value < 1024 or not self.is_integer():",
+        "if -1000 < value < 1000 or not self.is_integer():",
+        T_QUANTITY,
+        "BinarySI values between 1000 and 1023 print in the wrong form",
+    ),
+    Mutant(
+        "quantity-exponent-multiple-of-3",
+        QUANTITY,
+        "    shift = exponent % 3\n",
+        "    shift = 0\n",
+        T_QUANTITY,
+        "decimal exponents are no longer multiples of 3",
+    ),
+    Mutant(
+        "quantity-binary-power",
+        QUANTITY,
+        "magnitude % 1024 == 0:",
+        "magnitude % 1000 == 0:",
+        T_QUANTITY,
+        "BinarySI suffixes are chosen by powers of 1000",
+    ),
+    Mutant(
+        "quantity-exponent-letter",
+        QUANTITY,
+        'return number if exponent == 0 else f"{number}e{exponent}"',
+        'return number if exponent == 0 else f"{number}E{exponent}"',
+        T_QUANTITY,
+        "the exponent form prints E instead of e",
+    ),
+    Mutant(
+        "quantity-binary-boundary",
+        QUANTITY,
+        "if -1024 < value < 1024 or not self.is_integer():",
+        "if -1024 < value <= 1024 or not self.is_integer():",
+        T_QUANTITY,
+        "1024 in BinarySI prints as 1024 instead of 1Ki",
+    ),
+    # ------------------------------------------------------------------ webhook rules
+    Mutant(
+        "webhook-borrowing-checks-lending",
+        WEBHOOKS,
+        'yield from _limits_need(body, ("borrowingLimit",), "cohortName", "cohort")',
+        'yield from _limits_need(body, ("lendingLimit",), "cohortName", "cohort")',
+        T_WEBHOOKS,
+        'the rule "borrowingLimit needs a cohort" checks lendingLimit',
+    ),
+    Mutant(
+        "webhook-lending-checks-borrowing",
+        WEBHOOKS,
+        'yield from _limits_need(body, ("lendingLimit",), "cohortName", "cohort")',
+        'yield from _limits_need(body, ("borrowingLimit",), "cohortName", "cohort")',
+        T_WEBHOOKS,
+        'the rule "lendingLimit needs a cohort" checks borrowingLimit',
+    ),
+    Mutant(
+        "webhook-lending-limit-boundary",
+        WEBHOOKS,
+        "if lend is not None and nominal is not None and lend > nominal:",
+        "if lend is not None and nominal is not None and lend >= nominal:",
+        T_WEBHOOKS,
+        "the webhook refuses lendingLimit == nominalQuota",
+    ),
+    Mutant(
+        "webhook-cohort-parent-one-field",
+        WEBHOOKS,
+        '_limits_need(body, ("borrowingLimit", "lendingLimit"), "parentName", "parent")',
+        '_limits_need(body, ("borrowingLimit",), "parentName", "parent")',
+        T_WEBHOOKS,
+        "a Cohort's lendingLimit without a parent passes",
+    ),
+    Mutant(
+        "webhook-negative-zero",
+        WEBHOOKS,
+        "            if q < _ZERO:",
+        "            if q <= _ZERO:",
+        T_WEBHOOKS,
+        "a zero quota is refused as negative",
+    ),
+    # ------------------------------------------------------------------ plan exit codes and refusals
+    Mutant(
+        "plan-exit-no-changes",
+        PLANVIEW,
+        "return 1 if plan.failed else 2 if plan.changed else 0",
+        "return 1 if plan.failed else 0",
+        T_PLAN,
+        "plan exits 0 when there are changes",
+    ),
+    Mutant(
+        "plan-exit-refusal-as-change",
+        PLANVIEW,
+        "return 1 if plan.failed else 2 if plan.changed else 0",
+        "return 2 if plan.changed else 1 if plan.failed else 0",
+        T_PLAN,
+        "a refused plan with changes exits 2 instead of 1",
+    ),
+    Mutant(
+        "plan-exit-render-failed",
+        PLANVIEW,
+        "        emit(text)\n        return 1\n",
+        "        emit(text)\n        return 2\n",
+        T_PLAN,
+        "a plan whose render fails exits 2",
+    ),
+    Mutant(
+        "removal-refused-when-drained",
+        PLAN,
+        'o.key.kind == "ClusterQueue" and policy != DRAINED:',
+        'o.key.kind == "ClusterQueue" and policy == DRAINED:',
+        (*T_PLAN, "tests/test_publish.py"),
+        "removing an undrained tenant is allowed, a drained one refused",
+    ),
+    # ------------------------------------------------------------------ publish refusals
+    Mutant(
+        "publish-superseded-is-an-error",
+        PUBLISH,
+        '                return Outcome("superseded", text, tip.hexsha)',
+        '                raise gitrepo.fail(text, rule="publish-stale")',
+        T_PUBLISH,
+        "a publish superseded during its retries fails instead of stepping back",
+    ),
+    Mutant(
+        "publish-stale-pushes",
+        PUBLISH,
+        "            if newer:\n",
+        "            if newer and not newer:\n",
+        T_PUBLISH,
+        "a publish from an older source moves the deploy branch backwards",
+    ),
+    Mutant(
+        "publish-unknown-source-pushes",
+        PUBLISH,
+        "            if newer is None:\n",
+        "            if newer is None and newer is not None:\n",
+        T_PUBLISH,
+        "a publish whose source cannot be ordered against the deploy branch pushes",
+    ),
+    Mutant(
+        "publish-dirty-allowed",
+        PUBLISH,
+        "changed = [] if dry_run else gitrepo.dirty(",
+        "changed = [] if True else gitrepo.dirty(",
+        T_PUBLISH,
+        "publish commits from uncommitted inputs",
+    ),
+    Mutant(
+        "publish-no-source-trailer",
+        PUBLISH,
+        'trailers = f"Source-Repository: {source_url}\\nSource-Commit: {source_commit}"',
+        'trailers = f"Source-Repository: {source_url}"',
+        T_PUBLISH,
+        "commits lose the Source-Commit trailer that keeps the branch from going backwards",
+    ),
+    # ------------------------------------------------------------------ atomic write
+    Mutant(
+        "write-removes-first",
+        OUTPUT,
+        "    with _staged(parent, {n: trees[n] for n in changed}) as staged:\n",
+        "    for n in changed:\n"
+        "        shutil.rmtree(parent / n, ignore_errors=True)\n"
+        "    with _staged(parent, {n: trees[n] for n in changed}) as staged:\n",
+        T_OUTPUT,
+        "the old directory is removed before the new one is complete",
+    ),
+    Mutant(
+        "write-staging-left",
+        OUTPUT,
+        "        shutil.rmtree(staging, ignore_errors=True)",
+        "        pass",
+        T_OUTPUT,
+        "a failed write leaves its staging directory behind",
+    ),
+    Mutant(
+        "write-prunes-always",
+        OUTPUT,
+        "        if prune and parent.is_dir()",
+        "        if parent.is_dir()",
+        (*T_OUTPUT, "tests/test_publish.py::test_deploy_path_and_one_cluster"),
+        "writing one cluster removes the others",
+    ),
+    Mutant(
+        "write-all-changed",
+        OUTPUT,
+        "changed = [n for n, t in trees.items() if read_tree(parent / n) != dict(t)]",
+        "changed = list(trees)",
+        T_OUTPUT,
+        "every directory is rewritten and reported changed",
+    ),
+    # ------------------------------------------------------------------ source limits
+    Mutant(
+        "source-size-read",
+        SOURCE,
+        "        if info.st_size > max_bytes:",
+        "        if info.st_size > max_bytes + 1:",
+        T_SOURCE,
+        "a file one byte over the limit is read",
+    ),
+    Mutant(
+        "source-size-limit",
+        SOURCE,
+        "MAX_FILE_BYTES = 256 * 1024",
+        "MAX_FILE_BYTES = 512 * 1024",
+        (*T_SOURCE, "tests/test_negative.py::test_oversized_file"),
+        "files up to 512 KiB are accepted",
+    ),
+    Mutant(
+        "source-depth",
+        SOURCE,
+        "        if depth > MAX_DEPTH:",
+        "        if depth > MAX_DEPTH + 1:",
+        T_SOURCE,
+        "one level of nesting more than MAX_DEPTH passes",
+    ),
+    Mutant(
+        "source-alias-allowed",
+        SOURCE,
+        '            self.report(\n                mark, "source-alias", f"alias',
+        '            (lambda *a: None)(\n                mark, "source-alias", f"alias',
+        T_SOURCE,
+        "aliases are accepted (only anchors are reported)",
+    ),
+    Mutant(
+        "source-tag-allowed",
+        SOURCE,
+        '        self.report(\n            mark, "source-tag",',
+        '        (lambda *a: None)(\n            mark, "source-tag",',
+        T_SOURCE,
+        "explicit tags are accepted",
+    ),
+    Mutant(
+        "source-merge-key-allowed",
+        SOURCE,
+        '        if plain and text == "<<":',
+        '        if plain and text == "<<" and not plain:',
+        T_SOURCE,
+        "merge keys are accepted",
+    ),
+    Mutant(
+        "source-findings-cap",
+        SOURCE,
+        "        if same < MAX_FINDINGS_PER_RULE:",
+        "        if same <= MAX_FINDINGS_PER_RULE:",
+        T_SOURCE,
+        "one finding more than the cap per rule is shown",
+    ),
+)
