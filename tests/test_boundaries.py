@@ -306,3 +306,36 @@ def test_a_claim_on_a_class_only_claimed_is_mapped_and_rendered(tmp_path: Path) 
     ]
     claim = yaml.safe_load(tree["resourceclaimtemplate/a-ns/one-h100.yaml"])
     assert claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == H100
+
+
+# ------------------------------------------------------------------------------ mapping limits
+
+
+@pytest.mark.parametrize(
+    ("resources", "per_resource", "fires"),
+    [(16, 1, None), (17, 1, "needs 17 deviceClassMappings"), (1, 8, None), (1, 9, "9 device classes map")],
+)
+def test_mapping_limits_boundaries(
+    tmp_path: Path, resources: int, per_resource: int, fires: str | None
+) -> None:
+    """Kueue takes at most 16 deviceClassMappings of at most 8 classes: exactly 16 and 8 pass."""
+    classes = [
+        {
+            "name": f"p{r}-{c}.example.com",
+            "resource": f"example.com/r{r}",
+            "selectors": [f"device.attributes['example.com'].profile == 'p{r}-{c}'"],
+        }
+        for r in range(resources)
+        for c in range(per_resource)
+    ]
+    tenants = [
+        s.tenant(f"t{i}", [{"flavor": "h100", "devices": {entry["name"]: 1}}])
+        for i, entry in enumerate(classes)
+    ]
+    capacity = [{"flavor": "h100", "devices": {entry["name"]: 1 for entry in classes}}]
+    root = s.write(tmp_path, tenants, [s.cluster(capacity=capacity)], platform_body=s.platform(classes))
+    found = of_rule(model_findings(root), "mapping-limits")
+    if fires is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and fires in found[0].message
