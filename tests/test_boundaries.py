@@ -17,6 +17,7 @@ from gputenancy.findings import Finding, Severity
 from gputenancy.inputs.spec import load_model
 from gputenancy.policy import rules
 from gputenancy.render import kueueconfig
+from gputenancy.render import manifests as render
 
 H100 = "h100.nvidia.com"  # a second class on nvidia.com/gpu: whole H100s picked by product name
 H100_SELECTOR = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"
@@ -339,3 +340,31 @@ def test_mapping_limits_boundaries(
         assert found == []
     else:
         assert len(found) == 1 and fires in found[0].message
+
+
+def test_the_catalogs_declaration_wins_over_a_tenants_identical_one(tmp_path: Path) -> None:
+    """A tenant may re-declare a catalog class as the catalog does; the DeviceClass stays the platform's
+    (its source, and where findings about it point), and of two tenants the first declaration wins."""
+    mig_2g = s.device_class("mig-2g.20gb.nvidia.com", "nvidia.com/mig-2g.20gb", "2g.20gb")
+    tenants = [
+        s.tenant(
+            name,
+            [{"flavor": "h100", "devices": {s.MIG: 1, mig_2g["name"]: 1}}],
+            deviceClasses=[s.CATALOG[1], mig_2g],
+        )
+        for name in ("a", "b")
+    ]
+    capacity = [{"flavor": "h100", "devices": {s.MIG: 2, mig_2g["name"]: 2}}]
+    root = s.write(tmp_path, tenants, [s.cluster(capacity=capacity)])
+    model, found = engine.check_only(root, cache=None)
+    assert found == []
+    catalog = rules.effective_catalog(model)
+    assert catalog.classes[s.MIG].origin.path == "base/platform.yaml"
+    assert catalog.classes[mig_2g["name"]].origin.path == "tenants/a.yaml"
+    platform, _, _ = render.render_platform(model, model.clusters["c1"], catalog)
+    sources = {
+        o.body["metadata"]["name"]: o.body["metadata"]["annotations"]["gputenancy.io/source"]
+        for o in platform
+        if o.body["kind"] == "DeviceClass"
+    }
+    assert sources == {s.MIG: "base/platform.yaml", mig_2g["name"]: "tenants/a.yaml"}
