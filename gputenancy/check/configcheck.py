@@ -8,7 +8,7 @@ here mirror that startup path for the supported Kueue versions (see `kueuegates.
 - strict decoding: unknown fields and values of the wrong JSON type (`kueue-config-unknown-field`, and the
   section's rule for type errors), against the field tables of `gputenancy.check.configfields`;
 - `resources.deviceClassMappings` (`kueue-config-device-class-mappings`; the per-mapping checks are in
-  `gputenancy.check.dra`);
+  `gputenancy.check.dramappings`);
 - feature gates (`kueue-feature-gate-unknown`, `-locked`, `-dependency`, `-conflict`);
 - `waitForPodsReady` (`kueue-config-wait-for-pods-ready`);
 - integrations, resource transformations, quotaCheckStrategy, managedJobsNamespaceSelector and the smaller
@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputenancy.check import dra
+from gputenancy.check import dramappings
 from gputenancy.check.configfields import (
     API_V1BETA1,
     API_V1BETA2,
@@ -245,7 +245,7 @@ def _check_device_class_mappings(ctx: _Context, config: Mapping[str, Any]) -> No
         for kind, gate in (("counter", PARTITIONABLE_GATE), ("capacity", CONSUMABLE_GATE))
         if not ctx.gate_on(gate)
     }
-    for problem in dra.device_class_mapping_problems(mappings, base, disabled_sources):
+    for problem in dramappings.device_class_mapping_problems(mappings, base, disabled_sources):
         ctx.emit(RULE_DEVICE_CLASS_MAPPINGS, problem.path, problem.message, problem.severity)
 
 

@@ -18,8 +18,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gputenancy.check import dra
-from gputenancy.check.dra import Problem, Rule, get_in, mapping_items, string_items
-from gputenancy.check.dra import label_problems as label_problems
+from gputenancy.check.admission import Problem, Rule, get_in, mapping_items, string_items
+from gputenancy.check.admission import label_problems as label_problems
 from gputenancy.check.names import dns1123_label_errors as dns1123_label_errors
 from gputenancy.check.names import dns1123_subdomain_errors as dns1123_subdomain_errors
 from gputenancy.check.names import invalid, label_selector_errors, label_value_errors
