@@ -21,7 +21,8 @@ from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tr
 from gputenancy.findings import Finding, Severity
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.objects import ObjectKey
-from gputenancy.policy import rules
+from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
+from gputenancy.policy.catalog import effective_catalog
 
 Trees = Mapping[str, Tree]
 DRAINED = "HoldAndDrain"
@@ -125,9 +126,9 @@ def capacity_rows(
     before, after, have = _before(synced), {}, {}
     record = result.model.clusters.get(cluster)
     if record is not None and cluster in result.clusters:
-        catalog = rules.effective_catalog(result.model)
-        after = rules.usage_by_flavor(result.model, record, catalog)
-        have = {k: v[0] for k, v in rules.capacity_by_flavor(record, catalog).items()}
+        catalog = effective_catalog(result.model)
+        after = usage_by_flavor(result.model, record, catalog)
+        have = {k: v[0] for k, v in capacity_by_flavor(record, catalog).items()}
     rows = [
         CapacityRow(*k, before.get(k), after.get(k), have.get(k))
         for k in sorted(before.keys() | after.keys() | have.keys())
