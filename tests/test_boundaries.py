@@ -16,6 +16,8 @@ from gputenancy.check import webhooks
 from gputenancy.findings import Finding, Severity
 from gputenancy.inputs.spec import load_model
 from gputenancy.policy import rules
+from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
+from gputenancy.policy.catalog import classes_used
 from gputenancy.render import kueueconfig
 from gputenancy.render import manifests as render
 
@@ -127,10 +129,10 @@ def test_two_classes_on_one_quota_resource_add_up(tmp_path: Path) -> None:
     model, _ = load_model(repo(1, 1))
     catalog = rules.effective_catalog(model)
     cluster = model.clusters["c1"]
-    assert {k: str(v[0]) for k, v in rules.capacity_by_flavor(cluster, catalog).items()} == {
+    assert {k: str(v[0]) for k, v in capacity_by_flavor(cluster, catalog).items()} == {
         ("h100", "nvidia.com/gpu"): "8"
     }
-    assert {k: str(v) for k, v in rules.usage_by_flavor(model, cluster, catalog).items()} == {
+    assert {k: str(v) for k, v in usage_by_flavor(model, cluster, catalog).items()} == {
         ("h100", "nvidia.com/gpu"): "2"
     }
 
@@ -295,7 +297,7 @@ def test_a_claim_on_a_class_only_claimed_is_mapped_and_rendered(tmp_path: Path) 
         platform_body=s.platform(TWO_ON_GPU),
     )
     model, _ = load_model(root)
-    assert set(rules.classes_used(model, "c1")) == {s.GPU, H100}
+    assert set(classes_used(model, "c1")) == {s.GPU, H100}
     result = engine.run(root, cache=None)
     assert not result.failed, [f.format() for f in result.findings]
     tree = result.clusters["c1"].tree

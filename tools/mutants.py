@@ -22,17 +22,23 @@ class Mutant:
     timeout: float = 0.0  # seconds; 0: the runner's default
 
 
-RULES = "gputenancy/policy/rules.py"
+CAPACITY = "gputenancy/policy/capacity.py"
+BUDGETS = "gputenancy/policy/budgets.py"
+CATALOG = "gputenancy/policy/catalog.py"
+DEVICES = "gputenancy/policy/devices.py"
+PLACEMENT = "gputenancy/policy/placement.py"
 CONFIG = "gputenancy/render/kueueconfig.py"
 ENGINE = "gputenancy/engine.py"
 CACHE = "gputenancy/cache.py"
 QUANTITY = "gputenancy/inputs/quantity.py"
-WEBHOOKS = "gputenancy/check/webhooks.py"
+QUEUERULES = "gputenancy/check/queuerules.py"
 PLANVIEW = "gputenancy/deliver/planview.py"
 PLAN = "gputenancy/deliver/plan.py"
 PUBLISH = "gputenancy/deliver/publish.py"
 OUTPUT = "gputenancy/build/output.py"
-SOURCE = "gputenancy/inputs/source.py"
+FILES = "gputenancy/inputs/files.py"
+DOCUMENT = "gputenancy/inputs/document.py"
+YAMLBUILD = "gputenancy/inputs/yamlbuild.py"
 
 T_RULES = ("tests/test_boundaries.py", "tests/test_rules.py")
 T_CHAIN = ("tests/test_boundaries.py", "tests/test_chain_property.py", "tests/test_render.py")
@@ -51,7 +57,7 @@ MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ model rules
     Mutant(
         "capacity-boundary",
-        RULES,
+        CAPACITY,
         "        if used > cap[0]:",
         "        if used >= cap[0]:",
         T_RULES,
@@ -59,7 +65,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "capacity-one-class-per-resource",
-        RULES,
+        CAPACITY,
         "out[key] = ((prev[0] + q) if prev else q, origin)",
         "out[key] = (q, origin)",
         T_RULES,
@@ -67,7 +73,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "usage-one-class-per-resource",
-        RULES,
+        CAPACITY,
         "                    key = (fb.flavor, entry.resource)\n"
         "                    total[key] = total.get(key, parse(0)) + amount.nominal",
         "                    key = (fb.flavor, entry.resource)\n                    total[key] = amount.nominal",
@@ -76,7 +82,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "quota-limits-equal",
-        RULES,
+        BUDGETS,
         "amount.lending > amount.nominal",
         "amount.lending >= amount.nominal",
         T_RULES,
@@ -84,7 +90,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "cohort-required-lending",
-        RULES,
+        BUDGETS,
         "if amount.borrowing is not None or amount.lending is not None:",
         "if amount.borrowing is not None:",
         T_RULES,
@@ -92,7 +98,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "classes-used-no-claims",
-        RULES,
+        CATALOG,
         "            used.setdefault(ct.device_class, ct.class_origin)",
         "            pass",
         T_CHAIN,
@@ -100,15 +106,15 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "claim-coverage-off",
-        RULES,
+        DEVICES,
         "if entry is not None and entry.resource not in covered:",
-        "if entry is not None and entry.resource not in covered and not claims_on:",
+        "if entry is not None and entry.resource not in covered and False:",
         T_RULES,
         "claim-coverage never fires",
     ),
     Mutant(
         "namespace-owner-off",
-        RULES,
+        PLACEMENT,
         "        if len({t.name for t, _ in owners}) < 2:",
         "        if len({t.name for t, _ in owners}) < 3:",
         T_RULES,
@@ -116,7 +122,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "mapping-limits-boundary",
-        RULES,
+        DEVICES,
         "        if len(by_resource) > MAX_MAPPINGS:",
         "        if len(by_resource) >= MAX_MAPPINGS:",
         T_RULES,
@@ -124,7 +130,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "mapping-classes-boundary",
-        RULES,
+        DEVICES,
         "            if len(classes) > MAX_CLASSES_PER_MAPPING:",
         "            if len(classes) > MAX_CLASSES_PER_MAPPING + 1:",
         T_RULES,
@@ -132,7 +138,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "catalog-last-declaration-wins",
-        RULES,
+        CATALOG,
         "            classes.setdefault(entry.name, entry)",
         "            classes[entry.name] = entry",
         T_RULES,
@@ -280,7 +286,7 @@ MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ webhook rules
     Mutant(
         "webhook-borrowing-checks-lending",
-        WEBHOOKS,
+        QUEUERULES,
         'yield from _limits_need(body, ("borrowingLimit",), "cohortName", "cohort")',
         'yield from _limits_need(body, ("lendingLimit",), "cohortName", "cohort")',
         T_WEBHOOKS,
@@ -288,7 +294,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "webhook-lending-checks-borrowing",
-        WEBHOOKS,
+        QUEUERULES,
         'yield from _limits_need(body, ("lendingLimit",), "cohortName", "cohort")',
         'yield from _limits_need(body, ("borrowingLimit",), "cohortName", "cohort")',
         T_WEBHOOKS,
@@ -296,7 +302,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "webhook-lending-limit-boundary",
-        WEBHOOKS,
+        QUEUERULES,
         "if lend is not None and nominal is not None and lend > nominal:",
         "if lend is not None and nominal is not None and lend >= nominal:",
         T_WEBHOOKS,
@@ -304,7 +310,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "webhook-cohort-parent-one-field",
-        WEBHOOKS,
+        QUEUERULES,
         '_limits_need(body, ("borrowingLimit", "lendingLimit"), "parentName", "parent")',
         '_limits_need(body, ("borrowingLimit",), "parentName", "parent")',
         T_WEBHOOKS,
@@ -312,7 +318,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "webhook-negative-zero",
-        WEBHOOKS,
+        QUEUERULES,
         "            if q < _ZERO:",
         "            if q <= _ZERO:",
         T_WEBHOOKS,
@@ -430,7 +436,7 @@ MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ source limits
     Mutant(
         "source-size-read",
-        SOURCE,
+        FILES,
         "        if info.st_size > max_bytes:",
         "        if info.st_size > max_bytes + 1:",
         T_SOURCE,
@@ -438,7 +444,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "source-size-limit",
-        SOURCE,
+        DOCUMENT,
         "MAX_FILE_BYTES = 256 * 1024",
         "MAX_FILE_BYTES = 512 * 1024",
         (*T_SOURCE, "tests/test_negative.py::test_oversized_file"),
@@ -446,7 +452,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "source-depth",
-        SOURCE,
+        YAMLBUILD,
         "        if depth > MAX_DEPTH:",
         "        if depth > MAX_DEPTH + 1:",
         T_SOURCE,
@@ -454,7 +460,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "source-alias-allowed",
-        SOURCE,
+        YAMLBUILD,
         '            self.report(\n                mark, "source-alias", f"alias',
         '            (lambda *a: None)(\n                mark, "source-alias", f"alias',
         T_SOURCE,
@@ -462,7 +468,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "source-tag-allowed",
-        SOURCE,
+        YAMLBUILD,
         '        self.report(\n            mark, "source-tag",',
         '        (lambda *a: None)(\n            mark, "source-tag",',
         T_SOURCE,
@@ -470,7 +476,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "source-merge-key-allowed",
-        SOURCE,
+        YAMLBUILD,
         '        if plain and text == "<<":',
         '        if plain and text == "<<" and not plain:',
         T_SOURCE,
@@ -478,7 +484,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "source-findings-cap",
-        SOURCE,
+        YAMLBUILD,
         "        if same < MAX_FINDINGS_PER_RULE:",
         "        if same <= MAX_FINDINGS_PER_RULE:",
         T_SOURCE,

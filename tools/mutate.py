@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -119,8 +120,12 @@ def imports_from(tree: Path, shared: Path) -> Path:
     return Path(out.strip()).resolve()
 
 
+RUNNING: set[subprocess.Popen[bytes]] = set()
+"""Test runs in progress, each in its own process group: killed when the run is interrupted."""
+
+
 def run_tests(tree: Path, tests: Sequence[str], shared: Path, timeout: float) -> tuple[str, float, str]:
-    """('passed' | 'failed' | 'timeout', seconds, the last lines of output)."""
+    """('passed' | 'failed' | 'timeout', seconds, the last line of output)."""
     argv = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -131,19 +136,29 @@ def run_tests(tree: Path, tests: Sequence[str], shared: Path, timeout: float) ->
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    RUNNING.add(proc)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         return "timeout", time.monotonic() - start, ""
+    finally:
+        RUNNING.discard(proc)
     text = out.decode(errors="replace").strip().splitlines()
     tail = text[-1] if text else ""
     return ("passed" if proc.returncode == 0 else "failed"), time.monotonic() - start, tail
 
 
-def run_one(mutant: Mutant, repo: Path, files: Sequence[str], work: Path, shared: Path) -> Outcome:
-    tree = copy_tree(repo, files, work / mutant.id)
+def stop_all(*_: object) -> None:
+    for proc in list(RUNNING):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    raise KeyboardInterrupt
+
+
+def run_one(mutant: Mutant, pristine: Path, work: Path, shared: Path) -> Outcome:
+    tree = Path(shutil.copytree(pristine, work / mutant.id, symlinks=True))
     try:
         apply(mutant, tree)
         status, seconds, tail = run_tests(tree, mutant.tests, shared, mutant.timeout or TIMEOUT)
@@ -201,13 +216,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (shared / "kueue").is_dir():
         print(f"upstream reference data not found at {shared} (set GPUTENANCY_SHARED)")
         return 2
-    files = files_of(REPO)
     start = time.monotonic()
+    signal.signal(signal.SIGTERM, stop_all)
+    signal.signal(signal.SIGINT, stop_all)
     with tempfile.TemporaryDirectory(prefix="gputenancy-mutate-") as tmp:
         work = Path(tmp)
+        # one snapshot of the working tree, taken now: later edits to it do not reach the run
+        pristine = copy_tree(REPO, files_of(REPO), work / "pristine")
         if not args.no_baseline:
             tests = sorted({t for m in chosen for t in m.tests})
-            base = copy_tree(REPO, files, work / "baseline")
+            base = Path(shutil.copytree(pristine, work / "baseline", symlinks=True))
             package = imports_from(base, shared)
             if not package.is_relative_to(base.resolve()):
                 print(f"the copy imports gputenancy from {package}, not from itself")
@@ -219,12 +237,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
             shutil.rmtree(base)
         outcomes: list[Outcome] = []
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = [pool.submit(run_one, m, REPO, files, work, shared) for m in chosen]
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs))
+        try:
+            futures = [pool.submit(run_one, m, pristine, work, shared) for m in chosen]
             for future in futures:
                 o = future.result()
                 outcomes.append(o)
                 print(f"{o.status:9} {o.seconds:5.0f}s  {o.mutant.id}  ({o.detail})", flush=True)
+        except KeyboardInterrupt:
+            pool.shutdown(wait=True, cancel_futures=True)  # the running test processes are killed
+            print("interrupted")
+            return 130
+        pool.shutdown()
     total = time.monotonic() - start
     table = markdown(outcomes, total)
     print()
