@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
-from gputenancy.cache import Cache, Entries, digest, software
+from gputenancy import cachekey
+from gputenancy.cache import Cache, Entries
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.inputs import quantity
 from gputenancy.inputs.source import CACHE_ENTRY, Document, discover, load
@@ -603,7 +604,7 @@ def load_model(
     (`source.load`, the entries kept in one pack); schema checks and records are made on every
     call."""
     findings: list[Finding] = []
-    pack = cache.pack(CACHE_ENTRY, digest(CACHE_ENTRY, software())) if cache is not None else None
+    pack = cache.pack(CACHE_ENTRY, cachekey.source_pack()) if cache is not None else None
     try:
         platform = _load_platform(root, findings, pack)
         clusters = _load_clusters(root, cluster, findings, pack)
