@@ -64,7 +64,7 @@ INGREDIENTS: Mapping[str, str] = {
     "crd_dir": "where the Kueue CRDs used for validation are (`--schemas`)",
     "crd_files": "the relative paths and bytes of those CRD files",
     # tenant, platform
-    "tenant": "the tenant's record as loaded: every field, with its line numbers (repr)",
+    "tenant_record": "the tenant's record as loaded: every field, with its line numbers (repr)",
     "platform_objects": "the platform layer as built: bodies, origins and where each field came from",
     # source
     "path": "an input file's repository-relative path",
@@ -89,7 +89,7 @@ KEYS: Mapping[str, tuple[str, ...]] = {
         "crd_dir",
         "crd_files",
     ),
-    "tenant": ("cluster", "tenant"),
+    "tenant": ("cluster", "tenant_record"),
     "platform": ("cluster", "platform_objects"),
     "source-pack": ("software",),
     "source": ("software", "path", "file_bytes"),

@@ -106,7 +106,7 @@ def platform(store: Cache | None) -> Memo[PlatformReport]:
 
 
 def tenant_key(cluster_key: str, tenant: object) -> str:
-    return cachekey.key("tenant", cluster=cluster_key, tenant=repr(tenant))
+    return cachekey.key("tenant", cluster=cluster_key, tenant_record=repr(tenant))
 
 
 def platform_key(cluster_key: str, objects: Sequence[RenderedObject]) -> str | None:
