@@ -148,7 +148,7 @@ class _Cluster:
     check: Checker
     kustomized: bool
     key: str | None  # of the cluster (None: no cache for its tenants)
-    memo: memo.Memo[memo.Finished]
+    results: memo.Memo[memo.Finished]
 
 
 def _run(
@@ -288,8 +288,8 @@ def _finish(
     clock.lap("validate")
     if not extra:  # objects the Component adds belong to no tenant: nothing of this cluster is kept
         for i in storable:
-            p.memo.store(p.keys[i], finished[i])
-        p.memo.save()
+            p.results.store(p.keys[i], finished[i])
+        p.results.save()
     extra_files, problems = output.files_of(extra)
     tree_problems += problems
     findings = once_per_run([*report.findings, *(f for d in ordered for f in d.findings), *extra_findings])
@@ -381,8 +381,8 @@ class _Stats:
     kustomize_seconds: float = 0.0
 
     def count(self, p: _Cluster) -> None:
-        self.hits += p.memo.hits
-        self.misses += p.memo.misses
+        self.hits += p.results.hits
+        self.misses += p.results.misses
         self.shards += p.running.shards
         self.kustomize_seconds += p.running.seconds
 
