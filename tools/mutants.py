@@ -29,7 +29,8 @@ DEVICES = "gputenancy/policy/devices.py"
 PLACEMENT = "gputenancy/policy/placement.py"
 CONFIG = "gputenancy/render/kueueconfig.py"
 ENGINE = "gputenancy/engine.py"
-CACHE = "gputenancy/cache.py"
+CACHEKEY = "gputenancy/cachekey.py"
+MEMO = "gputenancy/memo.py"
 QUANTITY = "gputenancy/inputs/quantity.py"
 QUEUERULES = "gputenancy/check/queuerules.py"
 PLANVIEW = "gputenancy/deliver/planview.py"
@@ -42,7 +43,7 @@ YAMLBUILD = "gputenancy/inputs/yamlbuild.py"
 
 T_RULES = ("tests/test_boundaries.py", "tests/test_rules.py")
 T_CHAIN = ("tests/test_boundaries.py", "tests/test_chain_property.py", "tests/test_render.py")
-T_CACHE = ("tests/test_scale.py", "tests/test_render.py")
+T_CACHE = ("tests/test_cachekey.py", "tests/test_scale.py")
 T_QUANTITY = ("tests/test_quantity.py",)
 T_WEBHOOKS = ("tests/test_boundaries.py", "tests/test_webhooks.py")
 T_PLAN = ("tests/test_plan.py",)
@@ -189,58 +190,82 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "key-no-kustomize-version",
         ENGINE,
-        'salt = digest("engine-v1", software(), tool, ',
-        'salt = digest("engine-v1", software(), ',
+        "            kustomize_version=self.tool,",
+        '            kustomize_version="",',
         T_CACHE,
-        "the tenant cache key leaves out the kustomize version",
+        "the cluster key (and so every tenant key) leaves out the kustomize version",
     ),
     Mutant(
         "key-no-crd-contents",
         ENGINE,
-        'tree_digest(crd_dir) if crd_dir is not None else ""',
-        '""',
+        'crd_files=cachekey.tree_digest(crd_dir) if crd_dir is not None else "",',
+        'crd_files="",',
         T_CACHE,
         "the cluster key no longer hashes the CRD files' contents",
     ),
     Mutant(
+        "key-no-crd-dir",
+        ENGINE,
+        "            crd_dir=str(crd_dir),",
+        '            crd_dir="",',
+        T_CACHE,
+        "the cluster key leaves out where the CRDs are (with or without --schemas)",
+    ),
+    Mutant(
         "key-no-templates",
-        CACHE,
-        '(".py", ".j2", ".json")',
-        '(".py", ".json")',
+        CACHEKEY,
+        'and path.suffix != ".pyc":',
+        'and path.suffix not in (".pyc", ".j2"):',
         T_CACHE,
         "the software hash skips the .j2 templates",
     ),
     Mutant(
+        "key-no-libraries",
+        CACHEKEY,
+        'libraries="\\n".join(libraries),',
+        'libraries="",',
+        T_CACHE,
+        "the software hash leaves out the library versions",
+    ),
+    Mutant(
         "key-no-catalog",
         ENGINE,
-        'f"kustomize={kustomize}", _catalog_digest(catalog))',
-        'f"kustomize={kustomize}")',
+        "            catalog=self.catalog,",
+        '            catalog="",',
         T_CACHE,
-        "the tenant cache key leaves out the device-class catalog",
+        "the cluster key leaves out the device-class catalog",
     ),
     Mutant(
         "key-tenant-by-name",
-        ENGINE,
-        "key = digest(cluster_key, repr(tenant))",
-        "key = digest(cluster_key, tenant.name)",
+        MEMO,
+        "tenant_record=repr(tenant)",
+        "tenant_record=tenant.name",
         T_CACHE,
         "a tenant's cache entry is keyed by its name, not its record",
     ),
     Mutant(
         "key-no-kubernetes-version",
         ENGINE,
-        "                    c.kueue_version,\n                    c.kubernetes_version,\n",
-        "                    c.kueue_version,\n",
+        "            kubernetes_version=c.kubernetes_version,",
+        '            kubernetes_version="",',
         T_CACHE,
         "the cluster key leaves out the Kubernetes version",
     ),
     Mutant(
         "key-no-stage",
         ENGINE,
-        'stage.digest() if stage is not None else "",',
-        '"",',
+        'staged_files=stage.digest() if stage is not None else "",',
+        'staged_files="",',
         T_CACHE,
         "the cluster key leaves out the staged kustomizations",
+    ),
+    Mutant(
+        "key-source-by-path",
+        CACHEKEY,
+        'return key("source", software=software(), path=path, file_bytes=data)',
+        'return key("source", software=software(), path=path, file_bytes=b"")',
+        T_CACHE,
+        "a loaded input file is cached by its path, not its bytes",
     ),
     # ------------------------------------------------------------------ quantity printing
     Mutant(
