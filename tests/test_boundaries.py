@@ -14,6 +14,7 @@ import yaml
 from gputenancy import engine
 from gputenancy.check import webhooks
 from gputenancy.findings import Finding, Severity
+from gputenancy.inputs.quantity import parse
 from gputenancy.inputs.spec import load_model
 from gputenancy.policy import rules
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
@@ -370,3 +371,24 @@ def test_the_catalogs_declaration_wins_over_a_tenants_identical_one(tmp_path: Pa
         if o.body["kind"] == "DeviceClass"
     }
     assert sources == {s.MIG: "base/platform.yaml", mig_2g["name"]: "tenants/a.yaml"}
+
+
+# ------------------------------------------------------------------------------ quantity printing
+
+
+@pytest.mark.parametrize(
+    ("given", "canonical"),
+    [
+        ("0.9765625Ki", "1k"),  # 1000: inside (-1024, 1024) a BinarySI value prints as DecimalSI
+        ("-0.9765625Ki", "-1k"),
+        ("0.9990234375Ki", "1023"),
+        ("1Ki", "1Ki"),  # 1024: the first BinarySI form
+        ("-1Ki", "-1Ki"),
+        ("1.0009765625Ki", "1025"),
+        ("1000Mi", "1000Mi"),
+        ("1024Mi", "1Gi"),
+    ],
+)
+def test_binary_quantities_at_the_1024_boundary(given: str, canonical: str) -> None:
+    """Upstream CanonicalizeBytes: BinarySI only from magnitude 1024 on (what the API server stores)."""
+    assert parse(given).canonical() == canonical
