@@ -13,7 +13,8 @@ import yaml
 
 from gputenancy import engine
 from gputenancy.check import webhooks
-from gputenancy.findings import Finding, Severity
+from gputenancy.findings import Finding, PipelineError, Severity
+from gputenancy.inputs import source
 from gputenancy.inputs.quantity import parse
 from gputenancy.inputs.spec import load_model
 from gputenancy.policy import rules
@@ -392,3 +393,21 @@ def test_the_catalogs_declaration_wins_over_a_tenants_identical_one(tmp_path: Pa
 def test_binary_quantities_at_the_1024_boundary(given: str, canonical: str) -> None:
     """Upstream CanonicalizeBytes: BinarySI only from magnitude 1024 on (what the API server stores)."""
     assert parse(given).canonical() == canonical
+
+
+# ------------------------------------------------------------------------------ source limits
+
+
+@pytest.mark.parametrize("over", [1, 2, 4096])
+def test_an_oversized_file_is_refused_with_its_real_size(tmp_path: Path, over: int) -> None:
+    """Refused from its size on disk before it is read: the message gives the file's real size, not
+    the part of it a bounded read would have seen."""
+    size = source.MAX_FILE_BYTES + over
+    path = tmp_path / "tenants" / "big.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"a: 1\n" + b"#" * (size - 5))
+    with pytest.raises(PipelineError) as caught:
+        source.load(path, tmp_path)
+    [finding] = caught.value.findings
+    assert finding.rule == "source-size"
+    assert f"file is {size} bytes, over the limit of {source.MAX_FILE_BYTES} bytes" in finding.message

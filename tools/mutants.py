@@ -52,7 +52,7 @@ T_OUTPUT = (
     "tests/test_cli.py",
     "tests/test_publish.py::test_interrupted_write_leaves_the_directory_as_it_was",
 )
-T_SOURCE = ("tests/test_source.py",)
+T_SOURCE = ("tests/test_boundaries.py", "tests/test_source.py")
 
 MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ model rules
