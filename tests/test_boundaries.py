@@ -398,16 +398,22 @@ def test_binary_quantities_at_the_1024_boundary(given: str, canonical: str) -> N
 # ------------------------------------------------------------------------------ source limits
 
 
-@pytest.mark.parametrize("over", [1, 2, 4096])
-def test_an_oversized_file_is_refused_with_its_real_size(tmp_path: Path, over: int) -> None:
-    """Refused from its size on disk before it is read: the message gives the file's real size, not
-    the part of it a bounded read would have seen."""
-    size = source.MAX_FILE_BYTES + over
+DOCUMENTED_LIMIT = 256 * 1024  # README, Input reference: "at most 256 KiB"
+
+
+@pytest.mark.parametrize("over", [0, 1, 2, 4096])
+def test_input_files_up_to_256_kib(tmp_path: Path, over: int) -> None:
+    """A file of exactly the documented limit loads; over it, it is refused from its size on disk
+    before it is read, and the message gives the file's real size (not what a bounded read saw)."""
+    size = DOCUMENTED_LIMIT + over
     path = tmp_path / "tenants" / "big.yaml"
     path.parent.mkdir(parents=True)
     path.write_bytes(b"a: 1\n" + b"#" * (size - 5))
+    if over == 0:
+        assert source.load(path, tmp_path).data == {"a": 1}
+        return
     with pytest.raises(PipelineError) as caught:
         source.load(path, tmp_path)
     [finding] = caught.value.findings
     assert finding.rule == "source-size"
-    assert f"file is {size} bytes, over the limit of {source.MAX_FILE_BYTES} bytes" in finding.message
+    assert f"file is {size} bytes, over the limit of {DOCUMENTED_LIMIT} bytes (256 KiB)" in finding.message

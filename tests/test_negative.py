@@ -59,4 +59,8 @@ def test_oversized_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     root = trees.example(tmp_path)
     (root / "tenants" / "big.yaml").write_text("# " + "x" * 300 * 1024 + "\nname: big\n")
     assert main(["--root", str(root), "validate"]) == 1
-    assert "tenants/big.yaml" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert (
+        "tenants/big.yaml: error: file is 307213 bytes, over the limit of 262144 bytes (256 KiB) (source-size)"
+        in out
+    )
