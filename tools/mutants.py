@@ -463,9 +463,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "source-size-read",
         FILES,
         "        if info.st_size > max_bytes:",
-        "        if info.st_size > max_bytes + 1:",
+        "        if info.st_size > max_bytes and not info:",
         T_SOURCE,
-        "a file one byte over the limit is read",
+        "the size on disk is not checked: a bounded read sees part of a large file and misreports its size",
     ),
     Mutant(
         "source-size-limit",
