@@ -19,7 +19,7 @@ import jsonschema_rs
 
 from gputenancy.cache import Cache, Entries, digest, software
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
-from gputenancy.inputs import quantity
+from gputenancy.inputs import hami, quantity
 from gputenancy.inputs.source import CACHE_ENTRY, Document, discover, load
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ class FlavorBudget:
     devices: tuple[tuple[str, Amount], ...]
     resources: tuple[tuple[str, Amount], ...]
     origin: Origin
+    hami: hami.HamiBudget | None = None  # classic HAMi vGPUs (gputenancy.inputs.hami)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +85,7 @@ class Tenant:
     device_classes: tuple[DeviceClassEntry, ...]
     origin: Origin
     cohort_origin: Origin
+    vgpu_templates: tuple[hami.VgpuTemplate, ...] = ()
 
     def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...] | None:
         return self.cluster_budgets.get(cluster, self.default_budget)
@@ -158,6 +160,7 @@ class Platform:
     kueue_config: Document
     owners: tuple[str, ...] = ()
     argocd: ArgoCD | None = None
+    hami: Mapping[str, hami.HamiDevice] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +169,7 @@ class Capacity:
     devices: tuple[tuple[str, quantity.Quantity, Origin], ...]
     resources: tuple[tuple[str, quantity.Quantity, Origin], ...]
     origin: Origin
+    hami: hami.HamiCapacity | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -349,9 +353,18 @@ def _budgets(
             (name, _amount(c, doc, (*p, "resources", name), amt, False))
             for name, amt in item.get("resources", {}).items()
         )
-        if not devices and not res:
-            c.add(doc.origin(*p), "budget-empty", f"{_dotted(p)}: a flavor budget needs devices or resources")
-        out.append(FlavorBudget(item["flavor"], devices, res, doc.origin(*p, "flavor")))
+        vgpu = None
+        if "hami" in item:
+            vgpu = hami.build_budget(
+                c.add, doc, (*p, "hami"), item["hami"], lambda q, raw: _amount(c, doc, q, raw, False)
+            )
+        if not devices and not res and vgpu is None:
+            c.add(
+                doc.origin(*p),
+                "budget-empty",
+                f"{_dotted(p)}: a flavor budget needs devices, hami or resources",
+            )
+        out.append(FlavorBudget(item["flavor"], devices, res, doc.origin(*p, "flavor"), vgpu))
     return tuple(out)
 
 
@@ -416,6 +429,7 @@ def build_tenant(doc: Document) -> Tenant:
         ),
         origin=doc.origin("name"),
         cohort_origin=doc.origin("cohort"),
+        vgpu_templates=hami.build_templates(c.add, doc, d.get("vgpuTemplates", [])),
     )
     if c.findings:
         raise PipelineError(c.findings)
@@ -487,7 +501,21 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
             path=a.get("path", "generated").strip("/"),
             origin=doc.key_origin("argocd"),
         )
-    return Platform(doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd)
+    devices: dict[str, hami.HamiDevice] = {}
+    for i, raw in enumerate(d.get("hami", [])):
+        dev = hami.build_device(doc, i, raw)
+        if dev.name in devices:
+            c.add(
+                dev.origin,
+                "catalog-duplicate",
+                f"HAMi device {dev.name!r} is already listed at line {devices[dev.name].origin.line}",
+            )
+        devices.setdefault(dev.name, dev)
+    if c.findings:
+        raise PipelineError(c.findings)
+    return Platform(
+        doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd, devices
+    )
 
 
 def build_cluster(doc: Document, directory: str) -> Cluster:
@@ -539,7 +567,10 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
             )
             for name, value in raw.get("resources", {}).items()
         ]
-        capacity.append(Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i)))
+        vgpu = (
+            hami.build_capacity(c.add, doc, ("capacity", i, "hami"), raw["hami"]) if "hami" in raw else None
+        )
+        capacity.append(Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i), vgpu))
     k8s = d["kubernetesVersion"].lstrip("v")
     minor = int(k8s.split(".")[1])
     if minor < 34:

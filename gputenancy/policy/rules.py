@@ -9,8 +9,17 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.inputs.hami import HamiDevice
 from gputenancy.inputs.quantity import Quantity, parse
-from gputenancy.inputs.spec import ClaimTemplate, Cluster, DeviceClassEntry, FlavorBudget, Model, Tenant
+from gputenancy.inputs.spec import (
+    Amount,
+    ClaimTemplate,
+    Cluster,
+    DeviceClassEntry,
+    FlavorBudget,
+    Model,
+    Tenant,
+)
 
 MAX_MAPPINGS = 16
 MAX_CLASSES_PER_MAPPING = 8
@@ -22,6 +31,17 @@ class Catalog:
 
     classes: Mapping[str, DeviceClassEntry]
     declared_by: Mapping[str, tuple[DeviceClassEntry, ...]]
+    # (cluster, flavor) -> the classic HAMi device kind on that flavor's nodes (cluster capacity `hami:`)
+    hami: Mapping[tuple[str, str], HamiDevice] = dataclasses.field(default_factory=dict)
+
+    def amounts(self, fb: FlavorBudget, cluster: str) -> list[tuple[str, Amount]]:
+        """(quota resource, amount) of a flavor budget on `cluster`: mapped device classes, HAMi, resources."""
+        out = [(self.classes[n].resource, a) for n, a in fb.devices if n in self.classes]
+        device = self.hami.get((cluster, fb.flavor))
+        if fb.hami is not None and device is not None:
+            out.extend(fb.hami.amounts(device))
+        out.extend(fb.resources)
+        return out
 
 
 def effective_catalog(model: Model) -> Catalog:
@@ -33,7 +53,23 @@ def effective_catalog(model: Model) -> Catalog:
         for entry in tenant.device_classes:
             declared[entry.name].append(entry)
             classes.setdefault(entry.name, entry)
-    return Catalog(classes, {k: tuple(v) for k, v in declared.items()})
+    return Catalog(classes, {k: tuple(v) for k, v in declared.items()}, hami_by_flavor(model))
+
+
+def hami_by_flavor(model: Model) -> dict[tuple[str, str], HamiDevice]:
+    """The classic HAMi device kind behind each (cluster, flavor) whose capacity declares `hami:`."""
+    devices = model.platform.hami
+    out: dict[tuple[str, str], HamiDevice] = {}
+    for cluster in model.clusters.values():
+        for cap in cluster.capacity:
+            if cap.hami is None:
+                continue
+            name = cap.hami.device
+            if name is None and len(devices) == 1:
+                name = next(iter(devices))
+            if name is not None and name in devices:
+                out[(cluster.name, cap.flavor)] = devices[name]
+    return out
 
 
 def classes_used(model: Model, cluster: str) -> dict[str, Origin]:
@@ -56,12 +92,8 @@ def covered_resources(tenant: Tenant, cluster: str, catalog: Catalog) -> dict[st
     """Quota resource names the tenant's ClusterQueue on `cluster` covers."""
     out: dict[str, Origin] = {}
     for fb in tenant.budget_for(cluster) or ():
-        for name, amount in fb.devices:
-            entry = catalog.classes.get(name)
-            if entry is not None:
-                out.setdefault(entry.resource, amount.origin)
-        for name, amount in fb.resources:
-            out.setdefault(name, amount.origin)
+        for resource, amount in catalog.amounts(fb, cluster):
+            out.setdefault(resource, amount.origin)
     return out
 
 
@@ -489,13 +521,8 @@ def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tu
     total: dict[tuple[str, str], Quantity] = {}
     for t in model.tenants_on(cluster.name):
         for fb in t.budget_for(cluster.name) or ():
-            for name, amount in fb.devices:
-                entry = catalog.classes.get(name)
-                if entry is not None:
-                    key = (fb.flavor, entry.resource)
-                    total[key] = total.get(key, parse(0)) + amount.nominal
-            for name, amount in fb.resources:
-                key = (fb.flavor, name)
+            for resource, amount in catalog.amounts(fb, cluster.name):
+                key = (fb.flavor, resource)
                 total[key] = total.get(key, parse(0)) + amount.nominal
     return total
 
@@ -511,6 +538,10 @@ def capacity_by_flavor(cluster: Cluster, catalog: Catalog) -> dict[tuple[str, st
                 out[key] = ((prev[0] + q) if prev else q, origin)
         for name, q, origin in cap.resources:
             out[(cap.flavor, name)] = (q, origin)
+        device = catalog.hami.get((cluster.name, cap.flavor))
+        if cap.hami is not None and device is not None:
+            for resource, q in zip(device.quota_names, cap.hami.totals(), strict=True):
+                out[(cap.flavor, resource)] = (q, cap.hami.origin)
     return out
 
 
@@ -521,12 +552,8 @@ def contributions(
     out: dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]] = defaultdict(list)
     for t in model.tenants_on(cluster.name):
         for fb in t.budget_for(cluster.name) or ():
-            for name, amount in fb.devices:
-                entry = catalog.classes.get(name)
-                if entry is not None:
-                    out[(fb.flavor, entry.resource)].append((t, amount.nominal, amount.origin))
-            for name, amount in fb.resources:
-                out[(fb.flavor, name)].append((t, amount.nominal, amount.origin))
+            for resource, amount in catalog.amounts(fb, cluster.name):
+                out[(fb.flavor, resource)].append((t, amount.nominal, amount.origin))
     return out
 
 
@@ -581,3 +608,7 @@ def documentation() -> str:
         doc = (fn.__doc__ or "").strip()
         parts.append(f"### `{rule_id}`\n\n{doc}\n")
     return "\n".join(parts)
+
+
+# Rules of classic HAMi vGPU budgets register themselves in RULES.
+from gputenancy.policy import hami as _hami  # noqa: E402,F401
