@@ -287,7 +287,7 @@ def build_capacity(
         cards=values["cards"],
         memory_per_card=values["memoryPerCard"],
         split_count=values.get("splitCount", DEFAULT_SPLIT_COUNT),
-        origin=doc.origin(*path),
+        origin=doc.key_origin(*path),
         field_origins={key: doc.origin(*path, key) for key in raw},
     )
 
