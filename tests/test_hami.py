@@ -3,6 +3,7 @@ Kueue Configuration, and each mistake refused at its line through the command li
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -341,7 +342,7 @@ def test_capacity_in_quota_units(tmp_path: Path, capsys: pytest.CaptureFixture[s
     )
     assert main(["--root", str(root), "validate"]) == 1
     text = capsys.readouterr().out
-    assert "nvidia.com/total-gpumem 32384 exceeds capacity 30720" in text, text
+    assert "nvidia.com/total-gpumem 32384 (31.625Gi) exceeds capacity 30720 (30Gi)" in text, text
     assert "(capacity)" in text
     line = next(
         n
@@ -367,3 +368,41 @@ def test_command_line_process(tmp_path: Path) -> None:
     assert "error: $.budgets.default[0].hami.memory: GPU memory '1000001Ki'" in proc.stdout
     assert "write 976Mi or 977Mi (hami-units)" in proc.stdout
     assert not (root / "generated").exists()
+
+
+def test_plan_shows_vgpu_budgets_in_gib_and_percent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = hamitree.build(tmp_path)
+    assert main(["--root", str(root), "render"]) == 0
+
+    def change(d: dict[str, Any]) -> None:
+        d["budgets"]["default"][0]["hami"].update(memory="14Gi", cores=100)
+
+    trees.edit(root, "tenants/notebooks.yaml", change)
+    capsys.readouterr()
+    assert main(["--root", str(root), "plan"]) == 2
+    text = capsys.readouterr().out
+    assert (
+        "~ site ClusterQueue notebooks: nvidia.com/total-gpumem nominalQuota on flavor t4-hami: 16k → 14336 "
+        "(15.625Gi → 14Gi)" in text
+    )
+    assert (
+        "nvidia.com/total-gpucores nominalQuota on flavor t4-hami: 150 → 100 (150% (1.5 GPUs) → 100% (1 GPU))"
+        in text
+    )
+    assert "t4-hami nvidia.com/total-gpumem: 27.625Gi → 26Gi of 30Gi" in text
+    assert "t4-hami nvidia.com/total-gpucores: 200% (2 GPUs) → 150% (1.5 GPUs) of 200% (2 GPUs)" in text
+    assert "t4-hami nvidia.com/gpu: 8 of 8" in text
+    assert main(["--root", str(root), "plan", "--format", "json"]) == 2
+    data = json.loads(capsys.readouterr().out)
+    (site,) = data["clusters"]
+    rows = {r["resource"]: r for r in site["capacity"]}
+    assert rows["nvidia.com/total-gpumem"] == {
+        "flavor": "t4-hami",
+        "resource": "nvidia.com/total-gpumem",
+        "before": "28288",
+        "after": "26624",
+        "capacity": "30720",
+        "unit": "MiB",
+    }

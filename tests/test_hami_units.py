@@ -85,6 +85,9 @@ def test_human_views() -> None:
     assert hami.gib_text(quantity.parse(12000)) == "11.719Gi"
     assert hami.percent_text(150) == "150% (1.5 GPUs)"
     assert hami.percent_text(quantity.parse(100)) == "100% (1 GPU)"
+    assert hami.human(quantity.parse(12288), "MiB") == "12Gi"
+    assert hami.human(quantity.parse(50), "percent") == "50% (0.5 GPUs)"
+    assert hami.human(quantity.parse(4), "") == "4"
 
 
 def test_capacity_totals() -> None:

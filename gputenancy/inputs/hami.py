@@ -195,6 +195,15 @@ def percent_text(q: Quantity | int) -> str:
     return f"{value.normalize():f}% ({cards.normalize():f} GPU{'' if cards == 1 else 's'})"
 
 
+def human(q: Quantity, unit: str) -> str:
+    """A quota value as people read it: MiB in GiB, percent with %; anything else canonical."""
+    if unit == "MiB":
+        return gib_text(q)
+    if unit == "percent":
+        return percent_text(q)
+    return q.canonical()
+
+
 def _bytes(value: Decimal) -> str:
     return f"{value.normalize():f}"
 

@@ -430,3 +430,12 @@ def hami_units(model: Model, catalog: Catalog) -> Iterator[Finding]:
     Fails: memory: 48.5G (46253.5 MiB); memory: 16000 (no unit); cores: "1500m".
     """
     return iter(())
+
+
+def quota_units(catalog: Catalog, cluster: str) -> dict[str, str]:
+    """Quota names on `cluster` that people read in other units: HAMi memory ("MiB") and cores ("percent")."""
+    out: dict[str, str] = {}
+    for device in devices_on(catalog, cluster).values():
+        out[device.memory_quota] = "MiB"
+        out[device.cores_quota] = "percent"
+    return out

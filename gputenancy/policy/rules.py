@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from gputenancy.findings import Finding, Origin, Severity
-from gputenancy.inputs.hami import HamiDevice
+from gputenancy.inputs.hami import HamiDevice, human
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import (
     Amount,
@@ -557,15 +557,29 @@ def contributions(
     return out
 
 
-def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5) -> str:
+def _units(cluster: Cluster, catalog: Catalog) -> dict[str, str]:
+    """HAMi quota names on the cluster, read in GiB and percent."""
+    out: dict[str, str] = {}
+    for (name, _), device in catalog.hami.items():
+        if name == cluster.name:
+            out.update({device.memory_quota: "MiB", device.cores_quota: "percent"})
+    return out
+
+
+def _shown(q: Quantity, unit: str) -> str:
+    return f"{q.canonical()} ({human(q, unit)})" if unit else q.canonical()
+
+
+def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5, unit: str = "") -> str:
     ranked = sorted(parts, key=lambda p: p[1], reverse=True)
-    shown = ", ".join(f"{t.name} {q.canonical()} at {o.path}:{o.line}" for t, q, o in ranked[:most])
+    shown = ", ".join(f"{t.name} {_shown(q, unit)} at {o.path}:{o.line}" for t, q, o in ranked[:most])
     return shown + (f" and {len(ranked) - most} more" if len(ranked) > most else "")
 
 
 def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Finding]:
     have = capacity_by_flavor(cluster, catalog)
     who = contributions(model, cluster, catalog)
+    units = _units(cluster, catalog)
     for (flavor, resource), used in sorted(usage_by_flavor(model, cluster, catalog).items()):
         cap = have.get((flavor, resource))
         if cap is None:
@@ -589,7 +603,7 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
                 cap[1].col,
                 sev,
                 "capacity",
-                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {used.canonical()} exceeds capacity {cap[0].canonical()} ({_who(who[(flavor, resource)])}){note}",
+                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {_shown(used, units.get(resource, ''))} exceeds capacity {_shown(cap[0], units.get(resource, ''))} ({_who(who[(flavor, resource)], unit=units.get(resource, ''))}){note}",
             )
 
 
