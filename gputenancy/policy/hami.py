@@ -19,6 +19,7 @@ from gputenancy.versions import gates as kueuegates
 from gputenancy.versions import hami as facts
 
 RESERVED = ("pods", "cpu", "memory", "ephemeral-storage")
+V1BETA2 = "config.kueue.x-k8s.io/v1beta2"
 TRANSFORMATIONS = ("resources", "transformations")
 
 
@@ -316,6 +317,13 @@ def hami_transformation(model: Model, catalog: Catalog) -> Iterator[Finding]:
                 "hami-transformation",
                 f"Kueue {cluster.kueue_version} has no resources.transformations[].multiplyBy (since "
                 f"{facts.multiply_by_since()}), so HAMi's per-vGPU memory and cores cannot be charged; upgrade Kueue",
+            )
+        api = model.platform.kueue_config.data.get("apiVersion")
+        if api != V1BETA2:
+            yield model.platform.kueue_config.origin("apiVersion").finding(
+                "hami-transformation",
+                f"cluster {cluster.name!r} runs HAMi, whose transformations need multiplyBy, which only the "
+                f"{V1BETA2} Configuration has (not {api}); write the base Configuration as {V1BETA2}",
             )
         names = {name: (d, key) for d in devices.values() for key, name in d.names.items()}
         resources, origin = config_resources(model, cluster)

@@ -331,6 +331,14 @@ def budget_duplicate_resource(model: Model, catalog: Catalog) -> Iterator[Findin
                 )
 
 
+def _declared(fb: FlavorBudget) -> list[tuple[str, Amount]]:
+    """Every amount a flavor budget writes, named as in the file (HAMi ones as hami.vgpus, ...)."""
+    out = [*fb.devices, *fb.resources]
+    if fb.hami is not None:
+        out += [("hami.vgpus", fb.hami.vgpus), ("hami.memory", fb.hami.memory), ("hami.cores", fb.hami.cores)]
+    return out
+
+
 def _budgets_all(model: Model) -> Iterator[tuple[Tenant, str, FlavorBudget]]:
     """Every flavor budget every tenant file declares, default and per-cluster alike."""
     for t in model.tenants:
@@ -367,7 +375,7 @@ def quota_limits(model: Model, catalog: Catalog) -> Iterator[Finding]:
     Fails: {nominal: 4, lendingLimit: 6}.
     """
     for _, _, fb in _budgets_all(model):
-        for name, amount in (*fb.devices, *fb.resources):
+        for name, amount in _declared(fb):
             if amount.lending is not None and amount.lending > amount.nominal:
                 yield _err(
                     amount.origin_of("lendingLimit"),
@@ -388,7 +396,7 @@ def cohort_required(model: Model, catalog: Catalog) -> Iterator[Finding]:
             continue
         for _, budget in t.all_budgets():
             for fb in budget:
-                for name, amount in (*fb.devices, *fb.resources):
+                for name, amount in _declared(fb):
                     if amount.borrowing is not None or amount.lending is not None:
                         field = "borrowingLimit" if amount.borrowing is not None else "lendingLimit"
                         yield _err(
