@@ -264,7 +264,8 @@ def _open(root: Path, cache: Cache | Path | Literal["auto"] | None) -> Cache | N
 
 
 def _catalog_digest(catalog: rules.Catalog) -> str:
-    return json.dumps(sorted((n, e.resource, list(e.selectors)) for n, e in catalog.classes.items()))
+    classes = json.dumps(sorted((n, e.resource, list(e.selectors)) for n, e in catalog.classes.items()))
+    return classes + repr(sorted(catalog.hami.items()))  # HAMi quota names per (cluster, flavor)
 
 
 def run(

@@ -430,3 +430,23 @@ def test_plan_shows_vgpu_budgets_in_gib_and_percent(
         "capacity": "30720",
         "unit": "MiB",
     }
+
+
+def test_cached_tenants_follow_renamed_hami_quotas(tmp_path: Path) -> None:
+    """A tenant's cached ClusterQueue is not reused when the HAMi quota names behind its flavor change."""
+    from gputenancy import engine
+
+    root = hamitree.build(tmp_path)
+    cache = tmp_path / "cache"
+
+    def quotas() -> list[str]:
+        result = engine.run(root, kustomize=False, cache=cache)
+        assert not result.failed, result.findings
+        tree = dict(result.clusters["site"].tree)
+        cq = yaml.safe_load(tree["clusterqueue/notebooks.yaml"])
+        names: list[str] = cq["spec"]["resourceGroups"][0]["coveredResources"]
+        return names
+
+    assert "nvidia.com/total-gpumem" in quotas()
+    trees.edit(root, "base/platform.yaml", lambda d: d["hami"][0].update(memoryQuota="acme.com/vgpu-mem"))
+    assert "acme.com/vgpu-mem" in quotas()
