@@ -152,6 +152,8 @@ def hami_flavor(model: Model, catalog: Catalog) -> Iterator[Finding]:
         if fb.hami is None or (cluster.name, fb.flavor) in catalog.hami:
             continue
         caps = [c for c in cluster.capacity if c.flavor == fb.flavor]
+        if not caps:
+            continue  # the flavor is not offered on the cluster: flavor-unknown says so
         if any(c.hami is not None for c in caps):
             continue  # an unresolved device is reported by hami-device
         if any(_is_hami_dra(catalog, n) for c in caps for n, _, _ in c.devices):
