@@ -212,7 +212,7 @@ def hami_names(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """The resource names of a HAMi device kind are distinct, none is a reserved name (`pods`, `cpu`,
     `memory`, `ephemeral-storage`: a transformation output named `pods` is replaced by the pod count),
     and device kinds used on one cluster do not share an input (Kueue stops on a duplicate
-    transformations[].input) or an output.
+    transformations[].input).
 
     Passes: the defaults nvidia.com/gpu, nvidia.com/gpumem, nvidia.com/gpucores, nvidia.com/total-gpumem,
     nvidia.com/total-gpucores.
