@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from gputenancy.findings import Origin
 from gputenancy.inputs import quantity
+from gputenancy.inputs.amount import Amount
 from gputenancy.inputs.quantity import Quantity
 
 if TYPE_CHECKING:
-    from gputenancy.inputs.source import Document
-    from gputenancy.inputs.spec import Amount
+    from gputenancy.inputs.document import Document
 
 MIB = 1 << 20
 PERCENT_PER_CARD = 100
@@ -211,7 +211,7 @@ def _bytes(value: Decimal) -> str:
 # ---------------------------------------------------------------- builders
 
 Add = Callable[[Origin, str, str], None]
-AmountOf = Callable[[tuple[str | int, ...], Any], "Amount"]
+AmountOf = Callable[[tuple[str | int, ...], Any], Amount]
 
 RULE_UNITS = "hami-units"
 

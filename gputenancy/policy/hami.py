@@ -14,7 +14,7 @@ from gputenancy.findings import Finding, Origin
 from gputenancy.inputs.hami import DRA_DRIVER, PERCENT_PER_CARD, HamiDevice, VgpuTemplate, gib_text
 from gputenancy.inputs.quantity import Quantity
 from gputenancy.inputs.spec import Amount, Cluster, FlavorBudget, Model, Tenant
-from gputenancy.policy.rules import Catalog, classes_used, rule
+from gputenancy.policy.catalog import Catalog, classes_used
 from gputenancy.versions import gates as kueuegates
 from gputenancy.versions import hami as facts
 
@@ -103,7 +103,6 @@ def _gate_words(version: str, gate: str) -> str:
 # ---------------------------------------------------------------- rules
 
 
-@rule("hami-device")
 def hami_device(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """A cluster's `capacity[].hami` names a HAMi device kind of base/platform.yaml (`hami[]`; `device`
     may be left out when there is exactly one) and has at least one card, memory and one vGPU per card.
@@ -140,7 +139,6 @@ def hami_device(model: Model, catalog: Catalog) -> Iterator[Finding]:
                     )
 
 
-@rule("hami-flavor")
 def hami_flavor(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """A `hami:` budget sits on a flavor whose nodes run classic HAMi on that cluster (its capacity entry
     has `hami:`); elsewhere no node offers HAMi's resources and the quota could never be used.
@@ -173,7 +171,6 @@ def hami_flavor(model: Model, catalog: Catalog) -> Iterator[Finding]:
         )
 
 
-@rule("hami-dra")
 def hami_dra(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """HAMi through DRA (DeviceClass hami-core-gpu.project-hami.io) is charged by device count only:
     budget it as `devices: {hami-core-gpu.project-hami.io: N}`. Separate memory and cores quotas need
@@ -207,7 +204,6 @@ def hami_dra(model: Model, catalog: Catalog) -> Iterator[Finding]:
         )
 
 
-@rule("hami-names")
 def hami_names(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """The resource names of a HAMi device kind are distinct, none is a reserved name (`pods`, `cpu`,
     `memory`, `ephemeral-storage`: a transformation output named `pods` is replaced by the pod count),
@@ -255,7 +251,6 @@ def _default(key: str) -> str:
     return DEFAULT_NAMES[key]
 
 
-@rule("hami-collision")
 def hami_collision(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """On a cluster with classic HAMi, no DRA name claims a HAMi resource: neither a deviceClassMappings
     name (a mapping named like a transformation output adds devices and MiB into one number; one named
@@ -299,7 +294,6 @@ def hami_collision(model: Model, catalog: Catalog) -> Iterator[Finding]:
                 )
 
 
-@rule("hami-transformation")
 def hami_transformation(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """The pipeline writes the HAMi transformations into the Kueue Configuration (strategy Replace, explicit:
     Kueue's default Retain also charges the raw inputs); the Configuration in base/ and kueue.config may
@@ -360,7 +354,6 @@ def hami_transformation(model: Model, catalog: Catalog) -> Iterator[Finding]:
                 )
 
 
-@rule("hami-template")
 def hami_template(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """Every vGPU template fits a card and the tenant's budget: at most 100 percent compute per vGPU, memory
     per vGPU above 0 and at most a card's, no more vGPUs than cards (each vGPU is on its own card), and
@@ -428,7 +421,6 @@ def _template_on(t: Tenant, vt: VgpuTemplate, cluster: Cluster, catalog: Catalog
     )
 
 
-@rule("hami-units")
 def hami_units(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """HAMi amounts convert exactly to what HAMi and Kueue count: GPU memory is written with a unit and is
     a whole number of MiB (HAMi's gpumem unit; a bare number would be bytes to Kubernetes and MiB to

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from gputenancy.findings import Origin
+from gputenancy.policy.catalog import Catalog
 from gputenancy.policy.hami import devices_on
-from gputenancy.policy.rules import Catalog
 
 
 def transformations(catalog: Catalog, cluster: str) -> list[tuple[dict[str, Any], Origin]]:
