@@ -257,6 +257,14 @@ MISTAKES: list[tuple[str, str, Callable[[dict[str, Any]], None], str, str, str]]
         "write the base Configuration as config.kueue.x-k8s.io/v1beta2",
     ),
     (
+        "template-unknown-cluster",
+        "tenants/notebooks.yaml",
+        _template(lambda t: t.update(clusters=["stie"])),
+        "- stie",
+        "hami-template",
+        "names cluster 'stie', which has no overlay (known: site)",
+    ),
+    (
         "unknown-device",
         "overlays/site/cluster.yaml",
         lambda d: d["capacity"][0]["hami"].update(device="hami-a100"),

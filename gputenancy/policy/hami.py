@@ -378,6 +378,13 @@ def hami_template(model: Model, catalog: Catalog) -> Iterator[Finding]:
                     f"vGPU template {vt.name!r}: memory 0 means the whole card to HAMi but nothing to Kueue; "
                     "set the memory per vGPU",
                 )
+            for name in vt.clusters or ():
+                if name not in model.clusters:
+                    yield vt.origin_of("clusters").finding(
+                        "hami-template",
+                        f"vGPU template {vt.name!r} names cluster {name!r}, which has no overlay "
+                        f"(known: {', '.join(sorted(model.clusters))})",
+                    )
             for cluster in model.clusters.values():
                 if t.placed_on(cluster.name) and (vt.clusters is None or cluster.name in vt.clusters):
                     yield from _template_on(t, vt, cluster, catalog)
