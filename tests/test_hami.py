@@ -458,3 +458,84 @@ def test_cached_tenants_follow_renamed_hami_quotas(tmp_path: Path) -> None:
     assert "nvidia.com/total-gpumem" in quotas()
     trees.edit(root, "base/platform.yaml", lambda d: d["hami"][0].update(memoryQuota="acme.com/vgpu-mem"))
     assert "acme.com/vgpu-mem" in quotas()
+
+
+def test_hami_dra_memory_quota_by_capacity_where_the_gate_allows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], shared: Path
+) -> None:
+    """HAMi through DRA charged by claimed memory: a capacity source, only with Kueue's gate on."""
+    root = hamitree.build(tmp_path)
+    dra = "hami-core-gpu.project-hami.io"
+    trees.edit(
+        root,
+        "base/platform.yaml",
+        lambda d: d["deviceClasses"].append(
+            {"name": dra, "resource": "hami.io/gpu-memory", "capacity": {"name": "memory", "driver": dra}}
+        ),
+    )
+    trees.edit(
+        root,
+        "overlays/site/cluster.yaml",
+        lambda d: d["capacity"][0].update(devices={dra: "30Gi"}) or d["capacity"][0].pop("hami"),
+    )
+
+    def by_memory(d: dict[str, Any]) -> None:
+        budget = d["budgets"]["default"][0]
+        budget.pop("hami")
+        budget["devices"] = {dra: "12Gi"}
+        d.pop("vgpuTemplates")
+        d["claimTemplates"] = [
+            {"name": "vgpu-4g", "deviceClass": dra, "capacity": {"memory": "4Gi", "cores": 30}}
+        ]
+
+    for name in ("notebooks", "serving"):
+        trees.edit(root, f"tenants/{name}.yaml", by_memory)
+    assert main(["--root", str(root), "validate"]) == 1
+    text = capsys.readouterr().out
+    assert (
+        "KueueDRAIntegrationConsumableCapacity is Alpha and off in Kueue v0.19; set "
+        "kueue.featureGates.KueueDRAIntegrationConsumableCapacity: true in overlays/site/cluster.yaml" in text
+    )
+    assert "(dra-capacity-quota)" in text
+
+    trees.edit(root, "overlays/site/cluster.yaml", lambda d: d["kueue"].update(version="v0.18.1"))
+    assert main(["--root", str(root), "validate"]) == 1
+    assert (
+        "Kueue v0.18.1 cannot do: it has no KueueDRAIntegrationConsumableCapacity gate"
+        in capsys.readouterr().out
+    )
+
+    def gate_on(d: dict[str, Any]) -> None:
+        d["kueue"].update(version="v0.19.2", featureGates={"KueueDRAIntegrationConsumableCapacity": True})
+        d["kubernetesVersion"] = "1.36"
+
+    trees.edit(root, "overlays/site/cluster.yaml", gate_on)
+    trees.edit(root, "tenants/serving.yaml", lambda d: d["claimTemplates"][0].pop("capacity"))
+    assert main(["--root", str(root), "validate"]) == 1
+    assert (
+        "claim template 'vgpu-4g' of 'hami-core-gpu.project-hami.io' requests no memory"
+        in capsys.readouterr().out
+    )
+
+    trees.edit(
+        root, "tenants/serving.yaml", lambda d: d["claimTemplates"][0].update(capacity={"memory": "6Gi"})
+    )
+    assert main(["--root", str(root), "render", "--schemas", str(shared)]) == 0, capsys.readouterr().out
+    (mapping,) = _config(root)["resources"]["deviceClassMappings"]
+    assert mapping == {
+        "name": "hami.io/gpu-memory",
+        "deviceClassNames": [dra],
+        "sources": [
+            {
+                "capacity": {
+                    "name": "memory",
+                    "driver": dra,
+                    "deviceSelector": {"cel": {"expression": f"device.driver == '{dra}'"}},
+                }
+            }
+        ],
+    }
+    assert _queue(root, "notebooks")["hami.io/gpu-memory"]["nominalQuota"] == "12Gi"
+    rct = yaml.safe_load((root / "generated/site/resourceclaimtemplate/notebooks/vgpu-4g.yaml").read_text())
+    (request,) = rct["spec"]["spec"]["devices"]["requests"]
+    assert request["exactly"]["capacity"] == {"requests": {"memory": "4Gi", "cores": "30"}}

@@ -139,6 +139,10 @@ def build_tenant(doc: Document) -> Tenant:
                     doc.origin("claimTemplates", i, "selectors", j)
                     for j in range(len(raw.get("selectors", ())))
                 ),
+                capacity=tuple(
+                    (name, c.quantity(doc, ("claimTemplates", i, "capacity", name), value, "quantity"))
+                    for name, value in raw.get("capacity", {}).items()
+                ),
             )
         )
     weight = None
@@ -159,12 +163,7 @@ def build_tenant(doc: Document) -> Tenant:
         default_budget=default,
         cluster_budgets=per_cluster,
         claim_templates=tuple(claims),
-        device_classes=tuple(
-            DeviceClassEntry(
-                raw["name"], raw["resource"], tuple(raw.get("selectors", ())), doc.origin("deviceClasses", i)
-            )
-            for i, raw in enumerate(d.get("deviceClasses", []))
-        ),
+        device_classes=tuple(_class_entry(doc, i, raw) for i, raw in enumerate(d.get("deviceClasses", []))),
         origin=doc.origin("name"),
         cohort_origin=doc.origin("cohort"),
         vgpu_templates=hami.build_templates(c.add, doc, d.get("vgpuTemplates", [])),
@@ -179,9 +178,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
     d = doc.data
     classes: dict[str, DeviceClassEntry] = {}
     for i, raw in enumerate(d["deviceClasses"]):
-        entry = DeviceClassEntry(
-            raw["name"], raw["resource"], tuple(raw.get("selectors", ())), doc.origin("deviceClasses", i)
-        )
+        entry = _class_entry(doc, i, raw)
         if entry.name in classes:
             first = classes[entry.name].origin
             c.add(
@@ -337,4 +334,15 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         destination=Destination(d["argocd"].get("server"), d["argocd"].get("name"))
         if "argocd" in d
         else None,
+    )
+
+
+def _class_entry(doc: Document, i: int, raw: dict[str, Any]) -> DeviceClassEntry:
+    cap = raw.get("capacity")
+    return DeviceClassEntry(
+        raw["name"],
+        raw["resource"],
+        tuple(raw.get("selectors", ())),
+        doc.origin("deviceClasses", i),
+        (cap["name"], cap["driver"]) if cap is not None else None,
     )

@@ -41,6 +41,7 @@ class ClaimTemplate:
     origin: Origin
     class_origin: Origin
     selector_origins: tuple[Origin, ...] = ()
+    capacity: tuple[tuple[str, quantity.Quantity], ...] = ()  # exactly.capacity.requests
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +85,8 @@ class DeviceClassEntry:
     resource: str
     selectors: tuple[str, ...]
     origin: Origin
+    # (capacity name, driver): Kueue charges the claims' capacity requests instead of the device count
+    capacity: tuple[str, str] | None = None
 
     @property
     def rendered(self) -> bool:

@@ -200,7 +200,9 @@ def hami_dra(model: Model, catalog: Catalog) -> Iterator[Finding]:
             f"{cluster.kueue_version} can charge it only by device count through deviceClassMappings: "
             f"separate memory and cores quotas need capacity sources ({_gate_words(cluster.kueue_version, gate)}) "
             f"and one DeviceClass maps to one quota name, whose capacity sources are summed; write "
-            f"devices: {{{dra[0]}: {fb.hami.vgpus.nominal.canonical()}}} instead of hami:",
+            f"devices: {{{dra[0]}: {fb.hami.vgpus.nominal.canonical()}}} instead of hami: (or, for a memory "
+            f"quota alone where the gate is on, give the catalog entry capacity: {{name: memory, driver: "
+            f"{DRA_DRIVER}}} and budget bytes)",
         )
 
 

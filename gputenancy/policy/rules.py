@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from gputenancy.findings import Finding
 from gputenancy.inputs.spec import Model
-from gputenancy.policy import budgets, capacity, devices, hami, placement
+from gputenancy.policy import budgets, capacity, devices, draquota, hami, placement
 from gputenancy.policy.catalog import Catalog as Catalog
 from gputenancy.policy.catalog import effective_catalog as effective_catalog
 
@@ -42,6 +42,7 @@ RULES: dict[str, Rule] = {
     "hami-collision": hami.hami_collision,
     "hami-transformation": hami.hami_transformation,
     "hami-template": hami.hami_template,
+    "dra-capacity-quota": draquota.dra_capacity_quota,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

@@ -85,7 +85,22 @@ def mappings(model: Model, cluster: str, catalog: Catalog) -> tuple[list[dict[st
             continue
         by_resource[entry.resource].append(name)
         origins.setdefault(entry.resource, entry.origin)
-    out = [{"name": res, "deviceClassNames": sorted(names)} for res, names in sorted(by_resource.items())]
+    out = []
+    for res, names in sorted(by_resource.items()):
+        mapping: dict[str, Any] = {"name": res, "deviceClassNames": sorted(names)}
+        sources = sorted({c for n in names if (c := catalog.classes[n].capacity) is not None})
+        if sources:  # charged by capacity requests (policy.draquota checks version, gate and claims)
+            mapping["sources"] = [
+                {
+                    "capacity": {
+                        "name": cap,
+                        "driver": driver,
+                        "deviceSelector": {"cel": {"expression": f"device.driver == '{driver}'"}},
+                    }
+                }
+                for cap, driver in sources
+            ]
+        out.append(mapping)
     return out, origins
 
 

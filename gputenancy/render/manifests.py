@@ -166,6 +166,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
                 device_class=ct.device_class,
                 count=ct.count,
                 selectors=list(ct.selectors),
+                capacity={name: q.canonical() for name, q in ct.capacity},
                 **_meta(ct.origin, WAVE_NAMESPACED, tenant.name, **{SYNC_OPTIONS: "Force=true,Replace=true"}),
             )
             out.append(
