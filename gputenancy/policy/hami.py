@@ -1,4 +1,4 @@
-"""Rules of classic HAMi vGPU budgets (registered in `rules.RULES`).
+"""Rules of classic HAMi vGPU budgets (listed in `rules.RULES`).
 
 Kueue charges HAMi's per-vGPU `gpumem`/`gpucores` through `resources.transformations` with `multiplyBy`.
 Several Configurations Kueue starts with charge wrongly, and a duplicate `input` stops the manager
@@ -11,7 +11,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from gputenancy.findings import Finding, Origin
-from gputenancy.inputs.hami import DRA_DRIVER, PERCENT_PER_CARD, HamiDevice, VgpuTemplate, gib_text
+from gputenancy.inputs.hami import (
+    DEFAULT_NAMES,
+    DRA_DRIVER,
+    PERCENT_PER_CARD,
+    HamiDevice,
+    VgpuTemplate,
+    gib_text,
+)
 from gputenancy.inputs.quantity import Quantity
 from gputenancy.inputs.spec import Amount, Cluster, FlavorBudget, Model, Tenant
 from gputenancy.policy.catalog import Catalog, classes_used
@@ -20,7 +27,6 @@ from gputenancy.versions import hami as facts
 
 RESERVED = ("pods", "cpu", "memory", "ephemeral-storage")
 V1BETA2 = "config.kueue.x-k8s.io/v1beta2"
-TRANSFORMATIONS = ("resources", "transformations")
 
 
 # ---------------------------------------------------------------- helpers
@@ -224,7 +230,7 @@ def hami_names(model: Model, catalog: Catalog) -> Iterator[Finding]:
                     "hami-names",
                     f"HAMi device {device.name!r}: {key} {name!r} is a name Kueue charges itself ({', '.join(RESERVED)}); "
                     f"a quota under it would be mixed with the pods' own {name} (default {key}: "
-                    f"{_default(key)})",
+                    f"{DEFAULT_NAMES[key]})",
                 )
             if name in seen:
                 yield device.origin_of(key).finding(
@@ -245,12 +251,6 @@ def hami_names(model: Model, catalog: Catalog) -> Iterator[Finding]:
                         f"{name!r}: Kueue refuses to start on a duplicate transformations[].input",
                     )
                 inputs.setdefault(name, device)
-
-
-def _default(key: str) -> str:
-    from gputenancy.inputs.hami import DEFAULT_NAMES
-
-    return DEFAULT_NAMES[key]
 
 
 def hami_collision(model: Model, catalog: Catalog) -> Iterator[Finding]:
