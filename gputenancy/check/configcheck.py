@@ -9,7 +9,8 @@ here mirror that startup path for the supported Kueue versions (see `kueuegates.
   section's rule for type errors), against the field tables of `gputenancy.check.configfields`;
 - `resources.deviceClassMappings` (`kueue-config-device-class-mappings`; the per-mapping checks are in
   `gputenancy.check.dra`);
-- feature gates (`kueue-feature-gate-unknown`, `-locked`, `-dependency`, `-conflict`);
+- feature gates (`kueue-feature-gate-unknown`, `-locked`, `-conflict`; `-dependency` from the per-version
+  start-up rules of `gputenancy.versions.startup`);
 - `waitForPodsReady` (`kueue-config-wait-for-pods-ready`);
 - integrations, resource transformations, quotaCheckStrategy, managedJobsNamespaceSelector and the smaller
   value checks of the other sections (`kueue-config-invalid`).
@@ -24,7 +25,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputenancy.check import dra
+from gputenancy.check import dra, startuprules
 from gputenancy.check.configfields import (
     API_V1BETA1,
     API_V1BETA2,
@@ -66,11 +67,6 @@ RULE_INVALID = "kueue-config-invalid"
 KIND = "Configuration"
 
 DRA_GATE = "KueueDRAIntegration"
-DRA_SUBGATES = (
-    "KueueDRAIntegrationExtendedResource",
-    "KueueDRAIntegrationPartitionableDevices",
-    "KueueDRAIntegrationConsumableCapacity",
-)
 PARTITIONABLE_GATE = "KueueDRAIntegrationPartitionableDevices"
 CONSUMABLE_GATE = "KueueDRAIntegrationConsumableCapacity"
 QUOTA_CHECK_GATE = "QuotaCheckStrategy"
@@ -199,14 +195,10 @@ def _check_feature_gates(ctx: _Context, config: Mapping[str, Any], feature_gates
                 f"cannot set feature gate {name} to {str(value).lower()}, feature is locked to "
                 f"{str(gate.default).lower()} ({gate.stage} in Kueue {ctx.minor}){hint}",
             )
-    if DRA_GATE not in ctx.gates or ctx.gate_on(DRA_GATE):
-        return
-    for sub in DRA_SUBGATES:
-        if sub in ctx.gates and ctx.gate_on(sub):
-            explicit = sub in declared
-            where = (*path, sub) if explicit else (*path, DRA_GATE)
-            note = "" if explicit else f" ({sub} is on by default in Kueue {ctx.minor}; set it to false too)"
-            ctx.emit(RULE_GATE_DEPENDENCY, where, f"{sub} requires {DRA_GATE} to be enabled{note}")
+    for where, message in startuprules.gate_dependency_problems(
+        ctx.minor, ctx.effective, declared, lambda g: g in ctx.gates and ctx.gates[g].default
+    ):
+        ctx.emit(RULE_GATE_DEPENDENCY, where, message)
 
 
 # --- deviceClassMappings ---------------------------------------------------------------------------------
@@ -233,13 +225,9 @@ def _check_device_class_mappings(ctx: _Context, config: Mapping[str, Any]) -> No
             base,
             f"Too many: {len(mappings)}: must have at most {MAX_DEVICE_CLASS_MAPPINGS} items",
         )
-    if DRA_GATE in ctx.gates and not ctx.gate_on(DRA_GATE):
-        ctx.emit(
-            RULE_DEVICE_CLASS_MAPPINGS,
-            base,
-            f"{DRA_GATE} is disabled, so Kueue ignores deviceClassMappings",
-            Severity.WARNING,
-        )
+    dead = startuprules.mappings_gate_problem(ctx.minor, ctx.effective)
+    if dead is not None:
+        ctx.emit(RULE_DEVICE_CLASS_MAPPINGS, base, dead)
     disabled_sources = {
         kind: f"{kind} sources require {gate} to be enabled{_gate_state(ctx, gate)}"
         for kind, gate in (("counter", PARTITIONABLE_GATE), ("capacity", CONSUMABLE_GATE))

@@ -1,0 +1,126 @@
+"""Kueue's start-up feature-gate rules, per version (gputenancy/versions/data/kueue_startup_rules.json).
+
+Each case names the upstream rule it mirrors: kubernetes-sigs/kueue pkg/config/validation.go at the tag,
+`LoadAndValidateFeatureGates` (cmd/kueue/main.go exits with "conflicting feature gates detected" when it
+returns an error) and `validateDRAFeatureGateDependencies`.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from gputenancy.check.configcheck import check_configuration
+from gputenancy.findings import Origin, Severity
+from gputenancy.versions import gates, startup
+
+DEP = "kueue-feature-gate-dependency"
+
+
+def _check(version: str, feature_gates: dict[str, bool]) -> list[tuple[str, str]]:
+    config: dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "featureGates": feature_gates,
+    }
+    found = check_configuration(config, version, origin_of=lambda path: Origin("kueue.yaml", len(path)))
+    return sorted((f.message, f.rule) for f in found if f.severity is Severity.ERROR)
+
+
+# (version, gates, expected message fragment, upstream line it mirrors)
+CASES = [
+    # v0.18.1 pkg/config/validation.go:607 `!TopologyAwareScheduling && enabledProfilesCount > 0`
+    ("v0.18.1", {"TopologyAwareScheduling": False}, "cannot use a TAS profile with TAS disabled"),
+    # v0.19.2 pkg/config/validation.go:666, same rule
+    ("v0.19.2", {"TopologyAwareScheduling": False}, "cannot use a TAS profile with TAS disabled"),
+    # v0.19.2 :685 validateFeatureGateDependency(TASRecomputeAssignmentWithinSchedulingCycle, TAS), on by default
+    (
+        "v0.19.2",
+        {"TopologyAwareScheduling": False, "TASProfileMixed": False},
+        "TASRecomputeAssignmentWithinSchedulingCycle requires TopologyAwareScheduling to be enabled",
+    ),
+    # v0.18.1 :618 validateFeatureGateDependency(TASFailedNodeReplacement, TopologyAwareScheduling)
+    (
+        "v0.18.1",
+        {"TopologyAwareScheduling": False, "TASProfileMixed": False, "TASFailedNodeReplacement": True},
+        "TASFailedNodeReplacement requires TopologyAwareScheduling to be enabled",
+    ),
+    # v0.18.1 :619 TASFailedNodeReplacementFailFast needs its parent TASFailedNodeReplacement
+    (
+        "v0.18.1",
+        {"TASFailedNodeReplacement": False, "TASFailedNodeReplacementFailFast": True},
+        "TASFailedNodeReplacementFailFast requires TASFailedNodeReplacement to be enabled",
+    ),
+    # v0.19.2 :680 TASReplaceNodeDueToNotReadyOverFixedTime needs TASFailedNodeReplacement (new in v0.19)
+    (
+        "v0.19.2",
+        {"TASFailedNodeReplacement": False, "TASReplaceNodeDueToNotReadyOverFixedTime": True},
+        "TASReplaceNodeDueToNotReadyOverFixedTime requires TASFailedNodeReplacement to be enabled",
+    ),
+    # v0.19.2 :686 UnadmittedWorkloadsExplicitStatus needs UnadmittedWorkloadsObservability
+    (
+        "v0.19.2",
+        {"UnadmittedWorkloadsExplicitStatus": True},
+        "UnadmittedWorkloadsExplicitStatus requires UnadmittedWorkloadsObservability to be enabled",
+    ),
+    # v0.18.1 :626-633 ElasticJobsViaWorkloadSlicesWithTAS needs ElasticJobsViaWorkloadSlices
+    (
+        "v0.18.1",
+        {"ElasticJobsViaWorkloadSlices": False, "ElasticJobsViaWorkloadSlicesWithTAS": True},
+        "ElasticJobsViaWorkloadSlicesWithTAS requires ElasticJobsViaWorkloadSlices to be enabled",
+    ),
+    # v0.19.2 :736 validateDRAFeatureGateDependencies: ConsumableCapacity needs KueueDRAIntegration
+    (
+        "v0.19.2",
+        {
+            "KueueDRAIntegration": False,
+            "KueueDRAIntegrationExtendedResource": False,
+            "KueueDRAIntegrationPartitionableDevices": False,
+            "KueueDRAIntegrationConsumableCapacity": True,
+        },
+        "KueueDRAIntegrationConsumableCapacity requires KueueDRAIntegration to be enabled",
+    ),
+]
+
+
+@pytest.mark.parametrize(("version", "feature_gates", "message"), CASES)
+def test_start_up_rule_refused(version: str, feature_gates: dict[str, bool], message: str) -> None:
+    found = _check(version, feature_gates)
+    assert any(message in m and rule == DEP for m, rule in found), found
+
+
+def test_rule_absent_from_a_version_is_not_applied() -> None:
+    # UnadmittedWorkloadsExplicitStatus does not exist in v0.18: the gate is unknown there, not a dependency
+    assert not any(r == DEP for _, r in _check("v0.18.1", {"UnadmittedWorkloadsExplicitStatus": True}))
+
+
+def test_defaults_of_every_version_pass() -> None:
+    for minor in gates.supported_versions():
+        assert _check(minor, {}) == []
+
+
+def test_turning_a_parent_off_names_the_children_on_by_default() -> None:
+    found = _check("v0.19.2", {"KueueDRAIntegration": False})
+    messages = [m for m, r in found if r == DEP]
+    # ExtendedResource and PartitionableDevices are Beta and on by default in v0.19
+    assert any(
+        "KueueDRAIntegrationExtendedResource requires" in m and "set it to false too" in m for m in messages
+    )
+    assert any("KueueDRAIntegrationPartitionableDevices requires" in m for m in messages)
+
+
+def test_every_gate_named_by_a_rule_exists_in_that_version() -> None:
+    raw = json.loads(
+        resources.files("gputenancy.versions").joinpath("data", "kueue_startup_rules.json").read_text()
+    )
+    for minor in raw:
+        table = gates.gates_for(minor)
+        rules = startup.rules_for(minor)
+        assert rules is not None
+        for dep in rules.dependencies:
+            assert dep.gate in table and dep.requires in table, (minor, dep)
+        assert rules.mappings_gate in table and rules.reject_gate in table
+    assert sorted(raw) == gates.supported_versions()
