@@ -309,7 +309,7 @@ def _run(
     shard_size: int,
     workers: int | None,
 ) -> Result:
-    from gputenancy.check import configcheck
+    from gputenancy.check import configcheck, postbuild
 
     clock = _Clock()
     store = _open(root, cache)
@@ -424,6 +424,12 @@ def _run(
             notes.extend(outcome.notes)
             if outcome.result is not None:
                 results[p.cluster.name] = outcome.result
+                # the last word: the chain, Kueue support and canonical form on the built objects
+                findings.extend(
+                    postbuild.check(
+                        model, p.cluster, catalog, outcome.result.objects, kustomized=p.kustomized
+                    )
+                )
     stats = _stats(store, clock, hits, misses, tuple(rendered), shards, kustomize_seconds)
     return Result(model, results, tuple(sorted(set(findings))), tuple(notes), stats)
 

@@ -11,8 +11,8 @@ Type checking here uses cel-expr-python (the CEL C++ checker), with `device` dec
 type built from a protobuf descriptor at first use. Messages cannot hold a map of maps of a type
 that is not JSON, so capacity values are `dyn` here (the API server knows them as Quantity): a
 selector that compares a capacity with an int passes here and is refused there. Error text follows
-the API server's (`compilation failed: ERROR: <input>:1:7: undefined field 'atributes'`, then the
-expression and a caret line).
+the API server's first line (`compilation failed: ERROR: <input>:1:7: undefined field 'atributes'`;
+the API server adds the expression and a caret line under it).
 """
 
 from __future__ import annotations
@@ -182,7 +182,9 @@ def type_error(expression: str) -> str | None:
     try:
         compiled = environment.compile(expression)
     except (RuntimeError, ValueError) as exc:
-        text = _STRUCT_NOTE.sub("", _STATUS.sub("", str(exc).strip()))
+        # the first line: `ERROR: <input>:LINE:COL: reason`; the API server adds the expression and a
+        # caret line, which a one-line finding leaves out (the column says the same)
+        text = _STRUCT_NOTE.sub("", _STATUS.sub("", str(exc).strip().splitlines()[0]))
         return f"compilation failed: {text}"
     result = compiled.return_type().name()
     if result not in ("bool", "dyn", "BOOL", "DYN"):

@@ -226,8 +226,8 @@ def _check_device_class_mappings(ctx: _Context, config: Mapping[str, Any]) -> No
             f"Too many: {len(mappings)}: must have at most {MAX_DEVICE_CLASS_MAPPINGS} items",
         )
     dead = startuprules.mappings_gate_problem(ctx.minor, ctx.effective)
-    if dead is not None:
-        ctx.emit(RULE_DEVICE_CLASS_MAPPINGS, base, dead)
+    if dead is not None:  # the cause is the gate: the finding goes where it is turned off
+        ctx.emit(RULE_DEVICE_CLASS_MAPPINGS, ("featureGates", DRA_GATE), dead)
     disabled_sources = {
         kind: f"{kind} sources require {gate} to be enabled{_gate_state(ctx, gate)}"
         for kind, gate in (("counter", PARTITIONABLE_GATE), ("capacity", CONSUMABLE_GATE))
