@@ -425,9 +425,11 @@ def _run(
             if outcome.result is not None:
                 results[p.cluster.name] = outcome.result
                 # the last word: the chain, Kueue support and canonical form on the built objects
+                built = outcome.result.objects
+                key = digest(p.key, *p.keys) if p.key and len(p.keys) == len(p.tenants) else ""
                 findings.extend(
-                    postbuild.check(
-                        model, p.cluster, catalog, outcome.result.objects, kustomized=p.kustomized
+                    postbuild.check_cached(
+                        store, key, model, p.cluster, catalog, built, kustomized=p.kustomized
                     )
                 )
     stats = _stats(store, clock, hits, misses, tuple(rendered), shards, kustomize_seconds)

@@ -331,3 +331,26 @@ def test_platform_states_the_least_a_pod_asks_for(tmp_path: Path, capsys: pytest
         "insufficient quota for cpu in flavor big" in hit.message
         and "(100) > maximum capacity (64)" in hit.message
     )
+
+
+def test_findings_from_the_cache_are_those_of_a_fresh_check(tmp_path: Path) -> None:
+    from gputenancy import engine
+
+    tenant = smallrepo.TENANT.format(name="a").replace(
+        "      resources:\n        cpu: 32\n        memory: 128Gi\n", ""
+    )
+    root = smallrepo.make(tmp_path, tenants={"a": tenant}, component="labels:\n  - pairs:\n      team: x\n")
+    store = tmp_path / "cache"
+    first = engine.run(root, cache=store)
+    again = engine.run(root, cache=store)
+    assert again.stats.hits == 1 and again.findings == first.findings
+    assert [f.rule for f in first.findings if f.rule == "claim-admissible"]
+    assert again.findings == engine.run(root, cache=None).findings
+    # the cluster's files are part of the key: leaving cpu and memory out of quota clears the findings
+    cluster = root / "overlays/c1/cluster.yaml"
+    cluster.write_text(
+        cluster.read_text().replace(
+            "capacity:", "  config:\n    resources:\n      excludeResourcePrefixes: [cpu, memory]\ncapacity:"
+        )
+    )
+    assert not [f for f in engine.run(root, cache=store).findings if f.rule == "claim-admissible"]

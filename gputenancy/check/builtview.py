@@ -11,6 +11,7 @@ transformer lines in it, so a finding can say which kustomization changed the ob
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 from gputenancy import fastyaml
 from gputenancy.findings import Origin
 from gputenancy.inputs.spec import Cluster, Model, Tenant
-from gputenancy.objects import FieldPath, RenderedObject
+from gputenancy.objects import FieldPath, ObjectKey, RenderedObject
 from gputenancy.policy.rules import Catalog, claims_on
 from gputenancy.render import kueueconfig
 
@@ -51,13 +52,12 @@ class Via:
     keys: tuple[tuple[str, int], ...]
 
     def describe(self, *prefer: str) -> str:
-        """`overlays/c/tenants/kustomization.yaml:4 (namePrefix)`: the first preferred key present, else
-        every transformer key, else the file alone."""
-        chosen = [(k, n) for k, n in self.keys if k in prefer] or list(self.keys)
+        """`overlays/c/tenants/kustomization.yaml:4 (namePrefix)`: the transformer keys among `prefer`
+        that the kustomization has, at the line of the first; "" when it has none of them."""
+        chosen = [(k, n) for k, n in self.keys if k in prefer]
         if not chosen:
-            return self.path
-        first = chosen[0][1]
-        return f"{self.path}:{first} ({', '.join(k for k, _ in chosen)})"
+            return ""
+        return f"{self.path}:{chosen[0][1]} ({', '.join(k for k, _ in chosen)})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +65,7 @@ class Built:
     """One built object and where it came from."""
 
     obj: RenderedObject
+    key: ObjectKey
     origin: Origin
     original_name: str  # the name the pipeline rendered
     original_namespace: str
@@ -77,11 +78,11 @@ class Built:
 
     @property
     def name(self) -> str:
-        return self.obj.key.name
+        return self.key.name
 
     @property
     def namespace(self) -> str:
-        return self.obj.key.namespace
+        return self.key.namespace
 
     @property
     def moved(self) -> bool:
@@ -94,7 +95,10 @@ class Built:
         return self.obj.origin_for(path)
 
     def changed_by(self, *prefer: str) -> str:
-        return f" (built by {self.via.describe(*prefer)})" if self.via is not None else ""
+        """` (built by <kustomization>:<line> (<keys>))` naming the transformers among `prefer` that
+        the kustomization which built the object uses, or "" when it uses none of them."""
+        described = self.via.describe(*prefer) if self.via is not None else ""
+        return f" (built by {described})" if described else ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,17 +109,43 @@ class View:
     objects: tuple[Built, ...]
     kustomized: bool
 
+    @functools.cached_property
+    def _by_kind(self) -> dict[tuple[str, str], list[Built]]:
+        out: dict[tuple[str, str], list[Built]] = {}
+        for b in self.objects:
+            out.setdefault((b.key.group, b.key.kind), []).append(b)
+        return out
+
+    @functools.cached_property
+    def _named(self) -> dict[tuple[str, str], dict[str, Built]]:
+        return {kind: {b.name: b for b in built} for kind, built in self._by_kind.items()}
+
+    @functools.cached_property
+    def _owners(self) -> dict[str, Tenant]:
+        out: dict[str, Tenant] = {}
+        for tenant in self.model.tenants_on(self.cluster.name):
+            for ns, _ in tenant.namespaces:
+                out.setdefault(ns, tenant)
+        return out
+
+    @functools.cached_property
+    def _queue_of_namespace(self) -> dict[str, Built]:
+        queues = self.named(KUEUE, "ClusterQueue")
+        out: dict[str, Built] = {}
+        for lq in self.of(KUEUE, "LocalQueue"):
+            target = spec_of(lq).get("clusterQueue")
+            if isinstance(target, str) and target in queues:
+                out.setdefault(lq.namespace, queues[target])
+        return out
+
     def of(self, group: str, kind: str) -> list[Built]:
-        return [b for b in self.objects if b.obj.key.group == group and b.obj.key.kind == kind]
+        return self._by_kind.get((group, kind), [])
 
     def named(self, group: str, kind: str) -> dict[str, Built]:
-        return {b.name: b for b in self.of(group, kind)}
+        return self._named.get((group, kind), {})
 
     def tenant_of_namespace(self, namespace: str) -> Tenant | None:
-        for tenant in self.model.tenants_on(self.cluster.name):
-            if any(ns == namespace for ns, _ in tenant.namespaces):
-                return tenant
-        return None
+        return self._owners.get(namespace)
 
 
 def _is_fallback(origin: Origin) -> bool:
@@ -145,14 +175,21 @@ def _longest_inside(name: str, candidates: Sequence[str]) -> str | None:
 
 
 def _trace(
-    obj: RenderedObject, model: Model, cluster: Cluster, catalog: Catalog
+    obj: RenderedObject,
+    key: ObjectKey,
+    model: Model,
+    cluster: Cluster,
+    catalog: Catalog,
+    tenants: Mapping[str, Tenant],
 ) -> tuple[Origin, str, str, Tenant | None]:
     """(input line, rendered name, rendered namespace, tenant) of a built object."""
-    key = obj.key
     labels = (obj.body.get("metadata") or {}).get("labels") or {}
-    tenant_name = labels.get(TENANT_LABEL) if isinstance(labels, Mapping) else None
-    tenant = next((t for t in model.tenants_on(cluster.name) if t.name == tenant_name), None)
-    traced = not _is_fallback(obj.origin)
+    tenant_name = labels.get(TENANT_LABEL) if isinstance(labels, dict) else None
+    tenant = tenants.get(tenant_name) if isinstance(tenant_name, str) else None
+    if not _is_fallback(obj.origin):
+        # the build matched it to a rendered object by its key: not renamed, its own provenance
+        return obj.origin, key.name, key.namespace, tenant
+    traced = False
     if tenant is not None:
         if key.kind == "ClusterQueue":
             return (obj.origin if traced else tenant.origin), tenant.name, "", tenant
@@ -206,11 +243,13 @@ def build_view(
     root = model.root
     overlay_via = _via(root, overlay) if kustomized else None
     component_via = _via(root, component) if kustomized and (root / component).is_file() else None
+    tenants = {t.name: t for t in model.tenants_on(cluster.name)}
     built = []
     for obj in objects:
-        origin, name, namespace, tenant = _trace(obj, model, cluster, catalog)
+        key = obj.key
+        origin, name, namespace, tenant = _trace(obj, key, model, cluster, catalog, tenants)
         via = component_via if tenant is not None else overlay_via
-        built.append(Built(obj, origin, name, namespace, via, tenant))
+        built.append(Built(obj, key, origin, name, namespace, via, tenant))
     return View(cluster, model, catalog, tuple(built), kustomized)
 
 
@@ -236,29 +275,23 @@ def _parse(text: str) -> Mapping[str, Any] | None:
         value = fastyaml.load(text)
     except Exception:
         return None
-    return value if isinstance(value, Mapping) else None
+    return value if isinstance(value, dict) else None
 
 
 def spec_of(b: Built) -> Mapping[str, Any]:
     spec = b.body.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
+    return spec if isinstance(spec, dict) else {}
 
 
 def queue_of_namespace(view: View, namespace: str) -> Built | None:
     """The built ClusterQueue that the namespace's LocalQueue points at."""
-    queues = view.named(KUEUE, "ClusterQueue")
-    for lq in view.of(KUEUE, "LocalQueue"):
-        if lq.namespace == namespace:
-            target = spec_of(lq).get("clusterQueue")
-            if isinstance(target, str) and target in queues:
-                return queues[target]
-    return None
+    return view._queue_of_namespace.get(namespace)
 
 
 def covered(cq: Built) -> set[str]:
     out: set[str] = set()
     for group in spec_of(cq).get("resourceGroups") or []:
-        if isinstance(group, Mapping):
+        if isinstance(group, dict):
             out.update(r for r in group.get("coveredResources") or [] if isinstance(r, str))
     return out
 
@@ -267,8 +300,8 @@ def mappings(config: Mapping[str, Any] | None) -> dict[str, str]:
     """DeviceClass -> quota resource name, from the built Configuration."""
     out: dict[str, str] = {}
     resources = (config or {}).get("resources") or {}
-    for m in resources.get("deviceClassMappings") or [] if isinstance(resources, Mapping) else []:
-        if isinstance(m, Mapping) and isinstance(m.get("name"), str):
+    for m in resources.get("deviceClassMappings") or [] if isinstance(resources, dict) else []:
+        if isinstance(m, dict) and isinstance(m.get("name"), str):
             for cls in m.get("deviceClassNames") or []:
                 if isinstance(cls, str):
                     out.setdefault(cls, m["name"])

@@ -12,9 +12,11 @@ kustomization that built it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from gputenancy.cache import Entries
 from gputenancy.check import admissible
 from gputenancy.check.builtview import (
     ARGO,
@@ -29,7 +31,7 @@ from gputenancy.check.builtview import (
     queue_of_namespace,
     spec_of,
 )
-from gputenancy.findings import Finding
+from gputenancy.findings import Finding, Severity
 from gputenancy.inputs.quantity import QuantityError, parse
 from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.objects import FieldPath, RenderedObject
@@ -65,6 +67,37 @@ def check(
     for fn in RULES.values():
         found.extend(fn(view))
     return sorted(set(found))
+
+
+ENTRY = "postbuild"
+
+
+def check_cached(
+    store: Entries | None,
+    key: str,
+    model: Model,
+    cluster: Cluster,
+    catalog: Catalog,
+    objects: Sequence[RenderedObject],
+    *,
+    kustomized: bool,
+) -> list[Finding]:
+    """`check`, from the cache when `key` (over everything that decides the built objects and the rules:
+    the cluster's staged files and every tenant's entry key) was checked before. No key: no cache."""
+    if store is not None and key:
+        value = store.get(ENTRY, key)
+        if isinstance(value, list):
+            try:
+                return [
+                    Finding(str(p), int(line), int(col), Severity(sev), str(rule), str(message))
+                    for p, line, col, sev, rule, message in value
+                ]
+            except (TypeError, ValueError):
+                store.corrupt += 1
+    found = check(model, cluster, catalog, objects, kustomized=kustomized)
+    if store is not None and key:
+        store.put(ENTRY, key, [[f.path, f.line, f.col, f.severity.value, f.rule, f.message] for f in found])
+    return found
 
 
 def documentation() -> str:
@@ -104,12 +137,12 @@ def renamed(view: View) -> Iterator[Finding]:
         (ARGO, "Application"): "Argo CD reads Applications only in its own namespace",
     }
     for b in view.objects:
-        reason = contract.get((b.obj.key.group, b.obj.key.kind))
+        reason = contract.get((b.key.group, b.key.kind))
         if reason is None or not b.moved:
             continue
         yield b.origin.finding(
             "built-renamed",
-            f"{b.obj.key.kind} {_qualified(b)} on cluster {view.cluster.name!r}{_was(b)} was renamed or "
+            f"{b.key.kind} {_qualified(b)} on cluster {view.cluster.name!r}{_was(b)} was renamed or "
             f"moved by kustomize{b.changed_by(*_NAME_KEYS)}: {reason}; leave its name and namespace alone",
         )
 
@@ -126,7 +159,7 @@ def _selector_admits(selector: Any, namespace: str) -> bool | None:
     pipeline cannot know (anything but kubernetes.io/metadata.name)."""
     if selector is None:
         return False  # Kueue: a null namespaceSelector admits no namespace
-    if not isinstance(selector, Mapping):
+    if not isinstance(selector, dict):
         return None
     labels = {NAMESPACE_LABEL: namespace}
     unknown = False
@@ -136,7 +169,7 @@ def _selector_admits(selector: Any, namespace: str) -> bool | None:
         elif value != namespace:
             return False
     for req in selector.get("matchExpressions") or []:
-        if not isinstance(req, Mapping):
+        if not isinstance(req, dict):
             return None
         key, op, values = req.get("key"), req.get("operator"), list(req.get("values") or [])
         if key != NAMESPACE_LABEL:
@@ -213,10 +246,10 @@ def flavor_reference(view: View) -> Iterator[Finding]:
     for cq in view.of(KUEUE, "ClusterQueue"):
         spec = spec_of(cq)
         for gi, group in enumerate(spec.get("resourceGroups") or []):
-            if not isinstance(group, Mapping):
+            if not isinstance(group, dict):
                 continue
             for fi, flavor in enumerate(group.get("flavors") or []):
-                name = flavor.get("name") if isinstance(flavor, Mapping) else None
+                name = flavor.get("name") if isinstance(flavor, dict) else None
                 if isinstance(name, str) and name not in flavors:
                     moved = [f for f in flavors.values() if f.original_name == name and f.moved]
                     via = moved[0].changed_by(*_NAME_KEYS) if moved else cq.changed_by(*_FIELD_KEYS)
@@ -243,8 +276,8 @@ def flavor_reference(view: View) -> Iterator[Finding]:
 
 def _requests(b: Built) -> Iterator[tuple[FieldPath, Mapping[str, Any]]]:
     devices = ((spec_of(b).get("spec") or {}).get("devices")) or {}
-    for i, req in enumerate(devices.get("requests") or [] if isinstance(devices, Mapping) else []):
-        if isinstance(req, Mapping):
+    for i, req in enumerate(devices.get("requests") or [] if isinstance(devices, dict) else []):
+        if isinstance(req, dict):
             yield ("spec", "spec", "devices", "requests", i), req
 
 
@@ -261,11 +294,12 @@ def claim_chain(view: View) -> Iterator[Finding]:
     mapped = mappings(config)
     classes = view.named(DRA, "DeviceClass")
     installed = {n for n, e in view.catalog.classes.items() if not e.rendered}
+    ignored = admissible.undeclared_ignored(config, view)
     for rct in view.of(DRA, "ResourceClaimTemplate"):
         cq = queue_of_namespace(view, rct.namespace)
         for path, req in _requests(rct):
             exactly = req.get("exactly")
-            cls = exactly.get("deviceClassName") if isinstance(exactly, Mapping) else None
+            cls = exactly.get("deviceClassName") if isinstance(exactly, dict) else None
             if not isinstance(cls, str):
                 continue
             where = rct.at((*path, "exactly", "deviceClassName"))
@@ -290,7 +324,7 @@ def claim_chain(view: View) -> Iterator[Finding]:
                     f"{subject}: namespace {rct.namespace!r} has no LocalQueue pointing at a ClusterQueue of the "
                     "build, so nothing admits its workloads",
                 )
-            elif resource not in covered(cq) and not admissible.undeclared_ignored(config, view):
+            elif resource not in covered(cq) and not ignored:
                 yield where.finding(
                     "built-claim-chain",
                     f"{subject}: ClusterQueue {cq.name!r} does not cover {resource!r} (DeviceClass {cls!r})"
@@ -324,7 +358,7 @@ def claim_kueue_support(view: View) -> Iterator[Finding]:
             problem, at = None, path
             if req.get("firstAvailable") is not None:
                 problem, at = "FirstAvailable device selection is not supported", (*path, "firstAvailable")
-            elif not isinstance(exactly, Mapping):
+            elif not isinstance(exactly, dict):
                 problem = "Exactly must be set if FirstAvailable is nil"
             elif exactly.get("adminAccess") is True:
                 problem, at = "AdminAccess is not supported", (*path, "exactly", "adminAccess")
@@ -350,9 +384,9 @@ def claim_kueue_support(view: View) -> Iterator[Finding]:
 def _quota_fields(b: Built) -> Iterator[tuple[FieldPath, Any]]:
     spec = spec_of(b)
     for gi, group in enumerate(spec.get("resourceGroups") or []):
-        for fi, flavor in enumerate((group.get("flavors") or []) if isinstance(group, Mapping) else []):
-            for ri, res in enumerate((flavor.get("resources") or []) if isinstance(flavor, Mapping) else []):
-                if isinstance(res, Mapping):
+        for fi, flavor in enumerate((group.get("flavors") or []) if isinstance(group, dict) else []):
+            for ri, res in enumerate((flavor.get("resources") or []) if isinstance(flavor, dict) else []):
+                if isinstance(res, dict):
                     for key in ("nominalQuota", "borrowingLimit", "lendingLimit"):
                         if key in res:
                             yield (
@@ -360,9 +394,7 @@ def _quota_fields(b: Built) -> Iterator[tuple[FieldPath, Any]]:
                                 res[key],
                             )
     weight = (
-        (spec.get("fairSharing") or {}).get("weight")
-        if isinstance(spec.get("fairSharing"), Mapping)
-        else None
+        (spec.get("fairSharing") or {}).get("weight") if isinstance(spec.get("fairSharing"), dict) else None
     )
     if weight is not None:
         yield ("spec", "fairSharing", "weight"), weight
@@ -382,7 +414,7 @@ def quantity_canonical(view: View) -> Iterator[Finding]:
             if problem is not None:
                 yield b.at(path).finding(
                     "built-quantity-canonical",
-                    f"{b.obj.key.kind} {b.name!r} on cluster {view.cluster.name!r}: {path[-1]} {problem}"
+                    f"{b.key.kind} {b.name!r} on cluster {view.cluster.name!r}: {path[-1]} {problem}"
                     f"{b.changed_by(*_FIELD_KEYS)}",
                 )
 
@@ -390,6 +422,12 @@ def quantity_canonical(view: View) -> Iterator[Finding]:
 def _canonical_problem(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None  # the CRD schema reports wrong types
+    return _canonical_problem_of(type(value).__name__, value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical_problem_of(kind: str, value: str | int | float) -> str | None:
+    """`kind` keeps 1 and 1.0 (equal keys) apart."""
     try:
         stored = parse(value).canonical()
     except QuantityError:
