@@ -124,3 +124,71 @@ def test_every_gate_named_by_a_rule_exists_in_that_version() -> None:
             assert dep.gate in table and dep.requires in table, (minor, dep)
         assert rules.mappings_gate in table and rules.reject_gate in table
     assert sorted(raw) == gates.supported_versions()
+
+
+# --- the loader's other checks (pkg/config/validation.go validateTLS, validateVisibilityServer,
+# validateCustomLabels; called from Validate, which cmd/kueue/main.go runs before starting) ---------------
+
+
+def _invalid(version: str, **sections: Any) -> list[str]:
+    config: dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        **sections,
+    }
+    found = check_configuration(config, version, origin_of=lambda path: Origin("kueue.yaml", len(path)))
+    return [f.message for f in found if f.rule == "kueue-config-invalid"]
+
+
+@pytest.mark.parametrize("version", ["v0.18.1", "v0.19.2"])
+def test_tls(version: str) -> None:
+    # tlsconfig.convertTLSMinVersion refuses TLS 1.0/1.1; validateTLS refuses cipherSuites with TLS 1.3
+    assert (
+        _invalid(version, tls={"minVersion": "VersionTLS12", "cipherSuites": ["TLS_AES_128_GCM_SHA256"]})
+        == []
+    )
+    assert any("invalid minVersion" in m for m in _invalid(version, tls={"minVersion": "VersionTLS11"}))
+    assert any(
+        "may not be specified when `minVersion` is 'VersionTLS13'" in m
+        for m in _invalid(
+            version, tls={"minVersion": "VersionTLS13", "cipherSuites": ["TLS_AES_128_GCM_SHA256"]}
+        )
+    )
+
+
+@pytest.mark.parametrize("version", ["v0.18.1", "v0.19.2"])
+def test_visibility_server(version: str) -> None:
+    assert _invalid(version, visibilityServer={"bindAddress": "0.0.0.0", "bindPort": 8082}) == []
+    messages = _invalid(version, visibilityServer={"bindAddress": "localhost", "bindPort": 70000})
+    assert any("must be a valid IP address" in m for m in messages)
+    assert any("must be a valid port number (1-65535)" in m for m in messages)
+
+
+@pytest.mark.parametrize("version", ["v0.18.1", "v0.19.2"])
+def test_custom_label_names(version: str) -> None:
+    labels = [
+        {"name": "team"},
+        {"name": "team"},
+        {"name": "9lives"},
+        {"name": "x", "sourceLabelKey": "a", "sourceAnnotationKey": "b"},
+    ]
+    messages = _invalid(version, metrics={"customLabels": labels})
+    assert any("Duplicate value: 'team'" in m for m in messages)
+    assert any("must match ^[a-zA-Z][a-zA-Z0-9_]*$" in m for m in messages)
+    assert any("mutually exclusive" in m for m in messages)
+
+
+def test_custom_label_limits_are_those_of_v019_only() -> None:
+    # v0.19.2 validation.go:817 maxCustomLabels = 20; maxCustomLabelsPerSourceKind ClusterQueue 6 (the default kind)
+    labels = [{"name": f"l{i}"} for i in range(7)]
+    assert any(
+        "too many custom labels for source kind ClusterQueue: found 7, expected <= 6" in m
+        for m in _invalid("v0.19.2", metrics={"customLabels": labels})
+    )
+    assert _invalid("v0.18.1", metrics={"customLabels": labels}) == []
+    # Workload labels need 1-12 tracked values (maxTrackedWlCustomLabelValues)
+    workload = [{"name": "w", "sourceKind": "Workload"}]
+    assert any(
+        "must not be empty when sourceKind is 'Workload'" in m
+        for m in _invalid("v0.19.2", metrics={"customLabels": workload})
+    )

@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputenancy.check import dra, startuprules
+from gputenancy.check import configloader, dra, startuprules
 from gputenancy.check.configfields import (
     API_V1BETA1,
     API_V1BETA2,
@@ -547,6 +547,8 @@ def check_configuration(
     _check_resources(ctx, config)
     _check_namespace_selector(ctx, config)
     _check_other_sections(ctx, config)
+    for path, message in configloader.problems(config, minor):
+        ctx.emit(RULE_INVALID, path, message)
     return findings
 
 

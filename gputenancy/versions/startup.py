@@ -42,6 +42,18 @@ class StartupRules:
     dependencies: tuple[GateDependency, ...]
     mappings_gate: str
     reject_gate: str
+    custom_labels: CustomLabelLimits | None = None  # None: the version checks names only
+
+
+@dataclass(frozen=True)
+class CustomLabelLimits:
+    """metrics.customLabels limits of a Kueue version (v0.19 added them)."""
+
+    most: int
+    most_tracked: int
+    most_tracked_workload: int
+    default_source_kind: str
+    per_source_kind: Mapping[str, int]
 
 
 @functools.cache
@@ -60,8 +72,23 @@ def _table() -> Mapping[str, StartupRules]:
             ),
             str(spec["deviceClassMappings"]["gate"]),
             str(spec["deviceClassMappings"]["rejectGate"]),
+            _limits(spec.get("customLabels", {}).get("limits")),
         )
     return types.MappingProxyType(table)
+
+
+def _limits(raw: Mapping[str, object] | None) -> CustomLabelLimits | None:
+    if not raw:
+        return None
+    per = raw["perSourceKind"]
+    assert isinstance(per, dict)
+    return CustomLabelLimits(
+        int(str(raw["max"])),
+        int(str(raw["maxTrackedValues"])),
+        int(str(raw["maxTrackedWorkloadValues"])),
+        str(raw["defaultSourceKind"]),
+        types.MappingProxyType({str(k): int(v) for k, v in per.items()}),
+    )
 
 
 def rules_for(version: str) -> StartupRules | None:
