@@ -31,7 +31,7 @@ from gputenancy.check.builtview import (
 )
 from gputenancy.findings import Finding, Origin
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
-from gputenancy.inputs.spec import DEFAULT_POD_REQUESTS
+from gputenancy.inputs.records import DEFAULT_POD_REQUESTS
 from gputenancy.versions import gates as kueuegates
 
 RULES: dict[str, Callable[[View], Iterator[Finding]]] = {}

@@ -21,7 +21,7 @@ from gputenancy import fastyaml
 from gputenancy.findings import Origin
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.objects import FieldPath, ObjectKey, RenderedObject
-from gputenancy.policy.rules import Catalog, claims_on
+from gputenancy.policy.catalog import Catalog, claims_on
 from gputenancy.render import kueueconfig
 
 KUEUE = "kueue.x-k8s.io"

@@ -35,7 +35,7 @@ from gputenancy.findings import Finding, Severity
 from gputenancy.inputs.quantity import QuantityError, parse
 from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.objects import FieldPath, RenderedObject
-from gputenancy.policy.rules import Catalog
+from gputenancy.policy.catalog import Catalog
 from gputenancy.render import kueueconfig
 
 BuiltRule = Callable[[View], Iterator[Finding]]

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy import report
+from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (
     ACTIONS,
     CapacityRow,
-    Change,
     ClusterPlan,
-    ObjectChange,
     Plan,
     make,
     show_value,
