@@ -354,3 +354,34 @@ def test_findings_from_the_cache_are_those_of_a_fresh_check(tmp_path: Path) -> N
         )
     )
     assert not [f for f in engine.run(root, cache=store).findings if f.rule == "claim-admissible"]
+
+
+def test_renaming_a_cluster_queue_is_allowed_when_its_references_follow(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the ClusterQueue renamed by a patch, and the LocalQueue's reference moved with it: nothing breaks
+    root = smallrepo.make(
+        tmp_path,
+        component="""\
+        patches:
+          - target: {kind: ClusterQueue, name: a}
+            patch: |-
+              - op: replace
+                path: /metadata/name
+                value: team-a
+          - target: {kind: LocalQueue, namespace: a-ns}
+            patch: |-
+              - op: replace
+                path: /spec/clusterQueue
+                value: team-a
+        """,
+    )
+    assert validate(root, capsys) == (0, [])
+    # the reference left behind: refused at the namespace line, naming the patch
+    (root / "overlays/c1/tenants/kustomization.yaml").write_text(
+        smallrepo.COMPONENT
+        + "patches:\n  - target: {kind: ClusterQueue, name: a}\n    patch: |-\n"
+        + "      - op: replace\n        path: /metadata/name\n        value: team-a\n"
+    )
+    hit = refused(root, capsys, "built-queue-reference", "tenants/a.yaml", "a-ns")
+    assert "now named 'team-a'" in hit.message
