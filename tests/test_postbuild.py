@@ -245,6 +245,27 @@ def test_tas_off_while_dependent_gates_stay_on(tmp_path: Path, capsys: pytest.Ca
     assert any(
         "TASRecomputeAssignmentWithinSchedulingCycle requires TopologyAwareScheduling" in m for m in messages
     )
+    assert any("TASFailedNodeReplacement requires TopologyAwareScheduling" in m for m in messages)
+    # all of them on the line that turned TopologyAwareScheduling off
+    line = line_of(root, "overlays/c1/cluster.yaml", "TopologyAwareScheduling: false")
+    assert {(f.path, f.line) for f in found if f.rule == "kueue-feature-gate-dependency"} == {
+        ("overlays/c1/cluster.yaml", line)
+    }
+
+
+def test_exponent_quantities_are_written_quoted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tenant = (
+        smallrepo.TENANT.format(name="a")
+        .replace("cpu: 32", "cpu: 7500e-3")
+        .replace("memory: 128Gi", "memory: 30e9")
+    )
+    root = smallrepo.make(tmp_path, tenants={"a": tenant}, component="labels:\n  - pairs:\n      team: x\n")
+    assert main(["--root", str(root), "render"]) == 0
+    capsys.readouterr()
+    text = (root / "generated/c1/clusterqueue/a.yaml").read_text()
+    # what kustomize, kubectl and Argo CD (YAML 1.2) read as strings, as the API server stores them
+    assert "nominalQuota: '30e9'" in text and "nominalQuota: '7500e-3'" in text
+    assert main(["--root", str(root), "check"]) == 0
 
 
 @pytest.mark.parametrize(
