@@ -406,3 +406,50 @@ def test_renaming_a_cluster_queue_is_allowed_when_its_references_follow(
     )
     hit = refused(root, capsys, "built-queue-reference", "tenants/a.yaml", "a-ns")
     assert "now named 'team-a'" in hit.message
+
+
+def test_overlay_patch_rewrites_the_kueue_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = smallrepo.make(
+        tmp_path,
+        overlay_extra="""\
+        patches:
+          - target: {kind: ConfigMap, name: kueue-manager-config}
+            patch: |-
+              - op: replace
+                path: /data/controller_manager_config.yaml
+                value: |
+                  apiVersion: config.kueue.x-k8s.io/v1beta2
+                  kind: Configuration
+                  featureGates:
+                    NoSuchGate: true
+        """,
+    )
+    code, found = validate(root, capsys)
+    assert code == 1
+    hits = [f for f in found if f.rule == "built-kueue-config"]
+    assert any("unrecognized feature gate: NoSuchGate" in f.message for f in hits), found
+    assert all("overlays/c1/kustomization.yaml:6 (patches)" in f.message for f in hits)
+    # the mappings went with the patch: every claim template is refused too
+    assert any(f.rule == "built-claim-chain" and "deviceClassMappings" in f.message for f in found)
+
+
+def test_overlay_patch_deletes_the_kueue_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = smallrepo.make(
+        tmp_path,
+        overlay_extra="""\
+        patches:
+          - patch: |-
+              $patch: delete
+              apiVersion: v1
+              kind: ConfigMap
+              metadata:
+                name: kueue-manager-config
+                namespace: kueue-system
+        """,
+    )
+    hit = refused(root, capsys, "built-kueue-config", "overlays/c1/cluster.yaml", "kueue:")
+    assert "holds no Kueue Configuration" in hit.message

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from gputenancy.cache import Entries
-from gputenancy.check import admissible
+from gputenancy.check import admissible, configcheck
 from gputenancy.check.builtview import (
     ARGO,
     DRA,
@@ -376,6 +376,49 @@ def claim_kueue_support(view: View) -> Iterator[Finding]:
                     f'it: "ResourceClaimTemplate {rct.name}: {problem}"{rct.changed_by(*_FIELD_KEYS)}; '
                     "Kueue counts only exactly + ExactCount requests",
                 )
+
+
+# ---------------------------------------------------------------------------------------- Kueue Configuration
+
+
+@rule("built-kueue-config")
+def built_kueue_config(view: View) -> Iterator[Finding]:
+    """After kustomize, the Kueue Configuration that will be applied (the ConfigMap's data, or the helm
+    Application's managerConfig) exists and, when a patch changed it, still passes Kueue's start-up
+    checks (the `kueue-config-*` and `kueue-feature-gate-*` rules, on the built text).
+
+    Passes: a patch that adds a label to the ConfigMap.
+    Fails: a patch that deletes the ConfigMap, or rewrites its data with an unknown feature gate.
+    """
+    built, holder = kueue_configuration(view)
+    where = view.cluster.document.key_origin("kueue")
+    if holder is None:
+        yield where.finding(
+            "built-kueue-config",
+            f"the build of cluster {view.cluster.name!r} holds no Kueue Configuration (ConfigMap "
+            f"{kueueconfig.CONFIGMAP_NAME} or the helm Application's managerConfig): Kueue would run without "
+            "deviceClassMappings",
+        )
+        return
+    rendered, _ = kueueconfig.build(view.model, view.cluster, view.catalog)
+    if built is not None and dict(built) == dict(rendered.body):
+        return
+    if built is None:
+        yield holder.origin.finding(
+            "built-kueue-config",
+            f"the built Kueue Configuration of cluster {view.cluster.name!r} is not a YAML mapping"
+            f"{holder.changed_by(*_FIELD_KEYS)}: Kueue would not start",
+        )
+        return
+    for f in configcheck.check_configuration(
+        built, view.cluster.kueue_version, origin_of=lambda _: holder.origin
+    ):
+        yield holder.origin.finding(
+            "built-kueue-config",
+            f"the built Kueue Configuration of cluster {view.cluster.name!r}{holder.changed_by(*_FIELD_KEYS)}: "
+            f"{f.message} ({f.rule})",
+            f.severity,
+        )
 
 
 # ---------------------------------------------------------------------------------------- quantities
