@@ -453,3 +453,26 @@ def test_overlay_patch_deletes_the_kueue_configuration(
     )
     hit = refused(root, capsys, "built-kueue-config", "overlays/c1/cluster.yaml", "kueue:")
     assert "holds no Kueue Configuration" in hit.message
+
+
+def test_every_built_rule_is_documented_by_the_rules_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from gputenancy.check import postbuild
+
+    assert main(["rules"]) == 0
+    out = capsys.readouterr().out
+    assert set(postbuild.RULES) >= {
+        "built-renamed",
+        "built-queue-reference",
+        "built-flavor-reference",
+        "built-claim-chain",
+        "built-claim-kueue-support",
+        "built-kueue-config",
+        "built-quantity-canonical",
+        "claim-admissible",
+    }
+    for rule_id, fn in postbuild.RULES.items():
+        doc = fn.__doc__ or ""
+        assert "Passes:" in doc and "Fails:" in doc, rule_id
+        assert f"### `{rule_id}`" in out
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert all(f"`{rule_id}`" in readme for rule_id in postbuild.RULES)
