@@ -288,13 +288,19 @@ def test_cel_selector_that_does_not_type_check(
 
 
 def test_tenant_budgeting_only_devices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    tenant = smallrepo.TENANT.format(name="a").replace(
-        "      resources:\n        cpu: 32\n        memory: 128Gi\n", ""
+    tenant = (
+        smallrepo.TENANT.format(name="a")
+        .replace("      resources:\n        cpu: 32\n        memory: 128Gi\n", "")
+        .replace("  - a-ns\n", "  - a-ns\n  - a-ns2\n")
     )
     root = smallrepo.make(tmp_path, tenants={"a": tenant})
     hit = refused(root, capsys, "claim-admissible", "tenants/a.yaml", "- name: gpu-x2")
     assert "resource cpu unavailable in ClusterQueue" in hit.message
     assert "budget cpu on the flavors in tenants/a.yaml" in hit.message
+    # one finding per template and missing resource, naming both namespaces
+    line = line_of(root, "tenants/a.yaml", "- name: gpu-x2")
+    on_line = [f for f in validate(root, capsys)[1] if f.rule == "claim-admissible" and f.line == line]
+    assert len(on_line) == 2 and all("gpu-x2 (namespaces a-ns, a-ns2)" in f.message for f in on_line)
 
 
 def test_flavor_with_devices_but_no_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -217,6 +217,9 @@ def claim_admissible(view: View) -> Iterator[Finding]:
     minimum = _pod_requests(view)
     pool = _Pool(view)
     verdicts: dict[tuple[str, tuple[tuple[str, Quantity, str], ...]], list[str]] = {}
+    found: dict[
+        tuple[Origin, str, tuple[str, tuple[tuple[str, Quantity, str], ...]]], tuple[Built, list[str]]
+    ] = {}
     for rct in view.of(DRA, "ResourceClaimTemplate"):
         cq = queue_of_namespace(view, rct.namespace)
         devices = _device_needs(rct, mapped)
@@ -232,7 +235,16 @@ def claim_admissible(view: View) -> Iterator[Finding]:
         key = (cq.name, tuple(sorted((r, q, w) for r, (q, w) in needs.items() if not r.startswith(excluded))))
         if key not in verdicts:
             verdicts[key] = _verdict(pool, cq, key[1], ignore_undeclared)
-        subject = f"ResourceClaimTemplate {rct.namespace}/{rct.name} on cluster {view.cluster.name!r}"
+        if verdicts[key]:
+            # one finding per template and problem, naming every namespace it is rendered in
+            found.setdefault((rct.origin, rct.name, key), (rct, []))[1].append(rct.namespace)
+    for (_, name, key), (rct, namespaces) in found.items():
+        where = (
+            f"{', '.join(namespaces)}/{name}"
+            if len(namespaces) == 1
+            else f"{name} (namespaces {', '.join(namespaces)})"
+        )
+        subject = f"ResourceClaimTemplate {where} on cluster {view.cluster.name!r}"
         tenant = rct.tenant.path if rct.tenant is not None else "the tenant file"
         for problem in verdicts[key]:
             yield rct.origin.finding(
