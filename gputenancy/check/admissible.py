@@ -179,7 +179,8 @@ class _Pool:
 
 
 def _device_needs(rct: Built, mapped: Mapping[str, str]) -> dict[str, Quantity]:
-    needs: dict[str, Quantity] = {}
+    """Devices per quota resource a pod using the template is charged (Kueue sums the counts)."""
+    needs: dict[str, int] = {}
     devices = (spec_of(rct).get("spec") or {}).get("devices") or {}
     for req in devices.get("requests") or [] if isinstance(devices, dict) else []:
         exactly = req.get("exactly") if isinstance(req, dict) else None
@@ -189,8 +190,8 @@ def _device_needs(rct: Built, mapped: Mapping[str, str]) -> dict[str, Quantity]:
         count = exactly.get("count", 1)
         if resource is None or isinstance(count, bool) or not isinstance(count, int):
             continue
-        needs[resource] = needs.get(resource, ZERO) + (_q(count) or ZERO)
-    return needs
+        needs[resource] = needs.get(resource, 0) + count
+    return {resource: _q(n) or ZERO for resource, n in needs.items()}
 
 
 def _insufficient(resource: str, flavor: str, need: Quantity, cap: Quantity) -> str:
