@@ -16,7 +16,6 @@ import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from gputenancy.cache import Entries
 from gputenancy.check import admissible, configcheck
 from gputenancy.check.builtview import (
     ARGO,
@@ -31,7 +30,7 @@ from gputenancy.check.builtview import (
     queue_of_namespace,
     spec_of,
 )
-from gputenancy.findings import Finding, Severity
+from gputenancy.findings import Finding
 from gputenancy.inputs.quantity import QuantityError, parse
 from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.objects import FieldPath, RenderedObject
@@ -67,37 +66,6 @@ def check(
     for fn in RULES.values():
         found.extend(fn(view))
     return sorted(set(found))
-
-
-ENTRY = "postbuild"
-
-
-def check_cached(
-    store: Entries | None,
-    key: str,
-    model: Model,
-    cluster: Cluster,
-    catalog: Catalog,
-    objects: Sequence[RenderedObject],
-    *,
-    kustomized: bool,
-) -> list[Finding]:
-    """`check`, from the cache when `key` (over everything that decides the built objects and the rules:
-    the cluster's staged files and every tenant's entry key) was checked before. No key: no cache."""
-    if store is not None and key:
-        value = store.get(ENTRY, key)
-        if isinstance(value, list):
-            try:
-                return [
-                    Finding(str(p), int(line), int(col), Severity(sev), str(rule), str(message))
-                    for p, line, col, sev, rule, message in value
-                ]
-            except (TypeError, ValueError):
-                store.corrupt += 1
-    found = check(model, cluster, catalog, objects, kustomized=kustomized)
-    if store is not None and key:
-        store.put(ENTRY, key, [[f.path, f.line, f.col, f.severity.value, f.rule, f.message] for f in found])
-    return found
 
 
 def documentation() -> str:
