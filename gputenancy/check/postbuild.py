@@ -4,9 +4,9 @@ The model rules (`gputenancy.policy.rules`) check the inputs before anything is 
 messages; kustomize may still rename, move or patch the objects afterwards (the overlay's transformers,
 the tenant Component's). These rules run on the view rebuilt from kustomize's output
 (`gputenancy.check.builtview`): the chain claim template -> DeviceClass -> deviceClassMappings ->
-ClusterQueue coverage -> LocalQueue -> namespace, the references Kueue resolves by name, the request
-shapes Kueue counts, canonical quantities, and whether each claim template can ever be admitted
-(`gputenancy.check.admissible`). Findings sit on the input line that caused the object and name the
+ClusterQueue coverage -> LocalQueue -> namespace, the references Kueue resolves by name, the Kueue
+Configuration as it will be applied, the request shapes Kueue counts, canonical quantities, and whether
+each claim template can ever be admitted (`gputenancy.check.admissible`). Findings sit on the input line that caused the object and name the
 kustomization that built it.
 """
 
