@@ -13,6 +13,7 @@ kustomization that built it.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -69,7 +70,7 @@ def check(
 
 
 def documentation() -> str:
-    return "\n".join(f"### `{rule_id}`\n\n{(fn.__doc__ or '').strip()}\n" for rule_id, fn in RULES.items())
+    return "\n".join(f"### `{rule_id}`\n\n{inspect.cleandoc(fn.__doc__ or '')}\n" for rule_id, fn in RULES.items())
 
 
 def _was(b: Built) -> str:
