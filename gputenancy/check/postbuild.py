@@ -70,7 +70,9 @@ def check(
 
 
 def documentation() -> str:
-    return "\n".join(f"### `{rule_id}`\n\n{inspect.cleandoc(fn.__doc__ or '')}\n" for rule_id, fn in RULES.items())
+    return "\n".join(
+        f"### `{rule_id}`\n\n{inspect.cleandoc(fn.__doc__ or '')}\n" for rule_id, fn in RULES.items()
+    )
 
 
 def _was(b: Built) -> str:
