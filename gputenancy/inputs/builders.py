@@ -246,10 +246,26 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
                 f"HAMi device {dev.name!r} is already listed at line {devices[dev.name].origin.line}",
             )
         devices.setdefault(dev.name, dev)
+    pod_requests = tuple(
+        (
+            name,
+            c.quantity(doc, ("minimumPodRequests", name), raw, "quantity"),
+            doc.origin("minimumPodRequests", name),
+        )
+        for name, raw in (d.get("minimumPodRequests") or {}).items()
+    )
     if c.findings:
         raise PipelineError(c.findings)
     return Platform(
-        doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd, devices
+        doc.path,
+        classes,
+        flavors,
+        cohorts,
+        kueue_config,
+        tuple(d.get("owners", ())),
+        argocd,
+        pod_requests,
+        devices,
     )
 
 
