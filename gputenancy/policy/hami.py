@@ -377,7 +377,7 @@ def hami_template(model: Model, catalog: Catalog) -> Iterator[Finding]:
             if vt.memory == 0:
                 yield vt.origin_of("memory").finding(
                     "hami-template",
-                    f"vGPU template {vt.name!r}: memory 0 means the whole card to HAMi but nothing to Kueue; "
+                    f"vGPU template {vt.name!r}: memory 0 is charged as nothing by Kueue, whatever HAMi gives; "
                     "set the memory per vGPU",
                 )
             for name in vt.clusters or ():
