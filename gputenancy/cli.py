@@ -159,6 +159,11 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
     trees = {name: c.tree for name, c in result.clusters.items()}
     parent = root / output.GENERATED
     if check:
+        from gputenancy.build import swap
+
+        refused = swap.guard(root, parent)
+        if refused:
+            raise PipelineError(refused)
         stale_dirs = (
             []
             if cluster
@@ -171,6 +176,9 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
             else []
         )
         differences = [
+            f"{d}: leftover of an interrupted run (generated-leftover)" for d in swap.leftovers(parent)
+        ]
+        differences += [
             f"{name}: {d}"
             for name, tree in trees.items()
             for d in output.diff_paths(tree, output.read_tree(parent / name))
@@ -187,7 +195,17 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
             return 1
         print(f"generated/ is up to date ({sum(len(t) for t in trees.values())} files)")
         return 0
-    changed = output.write_trees(parent, trees, prune=cluster is None)
+    from gputenancy.build import swap
+
+    refused = swap.guard(root, parent)
+    if refused:
+        raise PipelineError(refused)
+    cleaned, failed = swap.clean(root, parent)
+    if failed:
+        raise PipelineError(failed)
+    if cleaned:
+        print(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
+    changed = output.write_trees(parent, trees, prune=cluster is None, root=root)
     changed += _write_files(root, _derived_files(result.model))
     print(f"rendered {sum(len(t) for t in trees.values())} files; changed: {', '.join(changed) or 'nothing'}")
     return 0
@@ -253,8 +271,13 @@ def _write_files(root: Path, files: dict[str, bytes | None]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    with cache.disabled(args.no_cache), engine.without_cycle_collection():
-        return _main(args)
+    from gputenancy import interrupt
+
+    with interrupt.handled() as stopped, cache.disabled(args.no_cache), engine.without_cycle_collection():
+        try:
+            return _main(args)
+        except interrupt.Interrupted as exc:
+            return stopped(exc)
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -134,7 +134,7 @@ def _write_files(base: str, items: Sequence[tuple[str, bytes]]) -> None:
 
 
 @contextlib.contextmanager
-def _staged(parent: Path, trees: Mapping[str, Tree]) -> Iterator[dict[str, Path]]:
+def staged(parent: Path, trees: Mapping[str, Tree]) -> Iterator[dict[str, Path]]:
     parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=parent))
     try:
@@ -148,32 +148,15 @@ def _staged(parent: Path, trees: Mapping[str, Tree]) -> Iterator[dict[str, Path]
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def write_trees(parent: Path, trees: Mapping[str, Tree], *, prune: bool = False) -> list[str]:
-    """Replace parent/<name> by each tree: everything is written to a staging directory first, then each
-    directory is swapped in with renames, so a failure while writing leaves `parent` as it was. With
-    `prune`, directories of parent not in `trees` are removed (clusters that no longer exist).
-    Returns the names of the directories that changed.
-    """
-    changed = [n for n, t in trees.items() if read_tree(parent / n) != dict(t)]
-    stale = (
-        sorted(
-            p.name
-            for p in parent.iterdir()
-            if p.is_dir() and not p.name.startswith(".") and p.name not in trees
-        )
-        if prune and parent.is_dir()
-        else []
-    )
-    if not changed and not stale:
-        return []
-    with _staged(parent, {n: trees[n] for n in changed}) as staged:
-        for name in changed:
-            target = parent / name
-            old = parent / f".old-{name}-{os.getpid()}"
-            if target.exists():
-                target.rename(old)
-            staged[name].rename(target)
-            shutil.rmtree(old, ignore_errors=True)
-    for name in stale:
-        shutil.rmtree(parent / name)
-    return sorted([*changed, *stale])
+def write_trees(
+    parent: Path, trees: Mapping[str, Tree], *, prune: bool = False, root: Path | None = None
+) -> list[str]:
+    """Replace parent/<name> by each tree, all clusters or none (`build.swap`): everything is written
+    to a staging directory first, then the directories are swapped in with renames, undone when one
+    fails, so a failure leaves `parent` as it was. With `prune`, directories of parent not in
+    `trees` are removed (clusters that no longer exist). `root` is the repository (default: the
+    parent of `parent`): no link between it and the trees is followed. Returns the names of the
+    directories that changed."""
+    from gputenancy.build import swap
+
+    return swap.write_trees(root if root is not None else parent.parent, parent, trees, prune=prune)

@@ -521,6 +521,12 @@ def read_against(root: Path, against: str | None) -> tuple[dict[str, dict[str, b
     """The synced trees: generated/ of the work tree, a directory of <cluster>/ trees, or generated/
     at a git ref of the root's repository."""
     directory = root / output.GENERATED if against is None else Path(against)
+    if against is None:
+        from gputenancy.build import swap
+
+        refused = swap.guard(root, directory)  # a linked generated/ is never read
+        if refused:
+            raise PipelineError(refused)
     if directory.is_dir():
         found = {
             d.name: output.read_tree(d)
