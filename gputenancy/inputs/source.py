@@ -40,7 +40,7 @@ its sexagesimal and timestamp forms left out, and only these results:
 Rule ids: source-read, source-not-regular, source-symlink, source-outside-root, source-size,
 source-empty, source-multidoc, source-encoding, source-tab, source-syntax, source-duplicate-key,
 source-alias, source-tag, source-ambiguous-bool (warning), source-key-type, source-depth,
-source-number.
+source-number, source-octal (warning: ``010`` is 8 here, 10 in YAML 1.2).
 
 Loaded files in the cache
 -------------------------
@@ -131,6 +131,7 @@ _INT = re.compile(
     |[-+]?0x[0-9a-fA-F_]+""",
     re.X,
 )
+_OCTAL = re.compile(r"[-+]?0[0-7_]*[0-7][0-7_]*")
 _AMBIGUOUS_BOOLS = frozenset({"yes", "no", "on", "off"})
 _YAML11_ONLY_BOOLS = frozenset({"y", "Y", "n", "N"})
 _TAG_PREFIX = "tag:yaml.org,2002:"
@@ -905,6 +906,14 @@ class _Builder:
             if not _INT_MIN <= value <= _INT_MAX:
                 self.report(
                     mark, "source-number", f"integer {_clip(text)} is outside the signed 64-bit range"
+                )
+            elif _OCTAL.fullmatch(text):
+                self.report(
+                    mark,
+                    "source-octal",
+                    f"'{_clip(text)}' is read as octal {value} here but as decimal by YAML 1.2 readers;"
+                    " drop the leading zero or quote it",
+                    Severity.WARNING,
                 )
         elif isinstance(value, float):
             if not math.isfinite(value):

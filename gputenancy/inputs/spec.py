@@ -19,7 +19,7 @@ import jsonschema_rs
 
 from gputenancy.cache import Cache, Entries, digest, software
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
-from gputenancy.inputs import quantity
+from gputenancy.inputs import amounts, quantity
 from gputenancy.inputs.source import CACHE_ENTRY, Document, discover, load
 
 if TYPE_CHECKING:
@@ -158,6 +158,8 @@ class Platform:
     kueue_config: Document
     owners: tuple[str, ...] = ()
     argocd: ArgoCD | None = None
+    reserved_namespaces: tuple[str, ...] = ()  # tenantNamespaces.reserved: added to the built-in set
+    allowed_namespaces: tuple[str, ...] = ()  # tenantNamespaces.allowed: exempt from it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,6 +297,20 @@ class _Collector:
     def add(self, origin: Origin, rule: str, message: str) -> None:
         self.findings.append(origin.finding(rule, message))
 
+    def device_count(
+        self, doc: Document, path: tuple[str | int, ...], raw: Any, q: quantity.Quantity
+    ) -> None:
+        """Device counts are whole numbers written plainly (`amounts.device_count_problem`)."""
+        try:
+            quantity.parse(raw)
+        except quantity.QuantityError:
+            return  # reported by `quantity`
+        problem = None if q.is_integer() else f"device counts must be whole numbers, got {raw!r}"
+        if problem is not None:
+            self.add(doc.origin(*path), "quantity", f"{_dotted(path)}: {problem}")
+        elif (problem := amounts.device_count_problem(raw)) is not None:
+            self.add(doc.origin(*path), "device-count", f"{_dotted(path)}: {problem}")
+
     def quantity(
         self, doc: Document, path: tuple[str | int, ...], value: Any, rule: str
     ) -> quantity.Quantity:
@@ -309,6 +325,9 @@ class _Collector:
             return quantity.parse(0)
         if q.is_negative():
             self.add(doc.origin(*path), rule, f"{_dotted(path)}: must not be negative, got {value!r}")
+        beyond = amounts.range_problem(value, q)
+        if beyond is not None:
+            self.add(doc.origin(*path), "quantity-range", f"{_dotted(path)}: {beyond}")
         return q
 
 
@@ -323,12 +342,8 @@ def _amount(c: _Collector, doc: Document, path: tuple[str | int, ...], raw: Any,
         sub = (*path, key) if isinstance(raw, dict) else path
         origins[key] = doc.key_origin(*sub)
         q = c.quantity(doc, sub, fields[key], "quantity")
-        if device and not q.is_integer():
-            c.add(
-                doc.origin(*sub),
-                "quantity",
-                f"{_dotted(sub)}: device counts must be whole numbers, got {fields[key]!r}",
-            )
+        if device:
+            c.device_count(doc, sub, fields[key], q)
         values[key] = q
     nominal = values["nominal"]
     assert nominal is not None
@@ -487,7 +502,18 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
             path=a.get("path", "generated").strip("/"),
             origin=doc.key_origin("argocd"),
         )
-    return Platform(doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd)
+    namespaces = d.get("tenantNamespaces", {})
+    return Platform(
+        doc.path,
+        classes,
+        flavors,
+        cohorts,
+        kueue_config,
+        tuple(d.get("owners", ())),
+        argocd,
+        tuple(namespaces.get("reserved", ())),
+        tuple(namespaces.get("allowed", ())),
+    )
 
 
 def build_cluster(doc: Document, directory: str) -> Cluster:
@@ -524,12 +550,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         for name, value in raw.get("devices", {}).items():
             p = ("capacity", i, "devices", name)
             q = c.quantity(doc, p, value, "quantity")
-            if not q.is_integer():
-                c.add(
-                    doc.origin(*p),
-                    "quantity",
-                    f"{_dotted(p)}: device counts must be whole numbers, got {value!r}",
-                )
+            c.device_count(doc, p, value, q)
             devs.append((name, q, doc.origin(*p)))
         res = [
             (

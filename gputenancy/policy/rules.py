@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from gputenancy.findings import Finding, Origin, Severity
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import ClaimTemplate, Cluster, DeviceClassEntry, FlavorBudget, Model, Tenant
+from gputenancy.policy import boundary
 
 MAX_MAPPINGS = 16
 MAX_CLASSES_PER_MAPPING = 8
@@ -564,6 +565,10 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
                 "capacity",
                 f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {used.canonical()} exceeds capacity {cap[0].canonical()} ({_who(who[(flavor, resource)])}){note}",
             )
+
+
+RULES["cohort-cycle"] = boundary.cohort_cycle
+RULES["namespace-reserved"] = boundary.namespace_reserved
 
 
 def check(model: Model) -> list[Finding]:
