@@ -24,8 +24,7 @@ from typing import Any, NoReturn
 
 import jsonschema_rs
 
-from gputenancy import fastyaml
-from gputenancy.check import webhooks
+from gputenancy.check import schemafiles, webhooks
 from gputenancy.check.celext import cel
 from gputenancy.findings import Finding, Origin, Severity
 from gputenancy.objects import FieldPath, RenderedObject
@@ -276,7 +275,7 @@ _CRD_KIND = re.compile(r"^    kind: ['\"]?([A-Za-z0-9]+)['\"]?$", re.M)
 
 def _read_crds(file: Path) -> dict[tuple[str, str], _Crd]:
     found: dict[tuple[str, str], _Crd] = {}
-    for doc in fastyaml.load_all(file.read_text(encoding="utf-8")):
+    for doc in schemafiles.load_all(file):
         if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
             continue
         spec = doc.get("spec") or {}
@@ -319,7 +318,7 @@ class _CrdDirectory(Mapping[tuple[str, str], _Crd]):
         self._loaded: dict[tuple[str, str], _Crd] = {}
         self._parsed: set[Path] = set()
         for file in self._files:
-            guess = _guess(file.read_text(encoding="utf-8"))
+            guess = _guess(schemafiles.read_text(file))
             if guess is None or guess in self._where:
                 self._where = None
                 break
