@@ -4,6 +4,7 @@ traceback, execute nothing and leave generated/ untouched."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from gputenancy.cli import main
 CORPUS = Path(__file__).parent / "negative"
 CASES = sorted(p for p in CORPUS.iterdir() if p.suffix == ".yaml")
 SENTINEL = Path("/tmp/gputenancy-pwned")
+HIDDEN = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _install(root: Path, case: Path) -> None:
@@ -43,6 +45,7 @@ def test_refused(tmp_path: Path, case: Path, command: str, capsys: pytest.Captur
     for line in _expected(case):
         assert line in text, f"expected {line!r} in:\n{text}"
     assert "Traceback" not in text
+    assert not HIDDEN.search(text), "control or bidi characters printed raw"
     assert f"tenants/{case.name}" in text
     assert not SENTINEL.exists()
     assert output.read_tree(root / "generated") == before
