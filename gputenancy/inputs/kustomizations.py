@@ -41,7 +41,7 @@ _VENDOR = (
 )
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _HOSTED = re.compile(
-    r"^(git@|git::|ssh:|github\.com/|gitlab\.com/|bitbucket\.org/|[a-z0-9-]+(\.[a-z0-9-]+)+/)"
+    r"^(git@|git::|ssh:|github\.com/|gitlab\.com/|bitbucket\.org/|[a-z0-9-]+(\.[a-z0-9-]+)+(:[0-9]+)?/)"
 )
 _PATH_LISTS = ("resources", "bases", "components", "crds", "configurations", "patchesStrategicMerge")
 _PLUGIN_LISTS = ("generators", "transformers", "validators")
