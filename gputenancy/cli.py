@@ -269,6 +269,19 @@ def _write_files(root: Path, files: dict[str, bytes | None]) -> list[str]:
     return changed
 
 
+def boundary_docs() -> dict[str, str]:
+    """Documentation of the rules that guard the trust boundary outside the model rules: reads
+    confined to the repository, kustomizations, amounts, the swap of generated/."""
+    from gputenancy.build import swap
+    from gputenancy.inputs import amounts, confine, kustomizations
+
+    return {**confine.DOCS, **kustomizations.DOCS, **amounts.DOCS, **swap.DOCS}
+
+
+def _boundary_documentation() -> str:
+    return "".join(f"\n### `{rule}`\n\n{doc.strip()}\n" for rule, doc in boundary_docs().items())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from gputenancy import interrupt
@@ -283,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     try:
         if args.command == "rules":
-            sys.stdout.write(rules.documentation())
+            sys.stdout.write(rules.documentation() + _boundary_documentation())
             return 0
         if args.command in ("pr-comment", "job-summary"):
             import os
