@@ -392,3 +392,16 @@ def test_tenant_strings_cannot_hijack_the_markdown_plan(
     outside_code = re.sub(r"<code>.*?</code>", "", html, flags=re.S)
     assert "@evil" not in outside_code and "![i]" not in outside_code
     assert any("@evil" in c for c in re.findall(r"<code>(.*?)</code>", html, flags=re.S))
+
+
+def test_a_huge_file_committed_in_generated_is_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = trees.example(tmp_path)
+    huge = root / "generated" / "prod" / "huge.yaml"
+    with open(huge, "wb") as f:
+        f.truncate(output.MAX_TREE_FILE_BYTES + 1)  # sparse: no disk used
+    for command in ("check", "plan"):
+        rc, text = run(capsys, root, command)
+        assert rc == 1
+        assert "generated/prod/huge.yaml: error: larger than" in text and "(source-size)" in text

@@ -18,12 +18,15 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from gputenancy.findings import Finding, PipelineError
+from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.objects import RenderedObject, to_yaml
 
 GENERATED = "generated"
 _SAFE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+
+MAX_TREE_FILE_BYTES = 16 * 1024 * 1024
+"""Largest file read back from a generated tree (a committed file can be anything)."""
 
 Tree = Mapping[str, bytes]  # POSIX path relative to generated/<cluster>/ -> file content
 
@@ -82,6 +85,10 @@ def read_tree(directory: Path) -> dict[str, bytes]:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append((entry.path, f"{rel}/"))
                 elif entry.is_file(follow_symlinks=False):
+                    if entry.stat(follow_symlinks=False).st_size > MAX_TREE_FILE_BYTES:
+                        message = f"larger than {MAX_TREE_FILE_BYTES} bytes, far beyond any rendered object; remove it"
+                        shown = f"{directory.parent.name}/{directory.name}/{rel}"
+                        raise PipelineError([Finding(shown, 0, 0, Severity.ERROR, "source-size", message)])
                     files.append((rel, entry.path))
     files.sort()
     out = {}

@@ -164,8 +164,9 @@ class _Job:
         self, repo: git.Repo, branch: str, parent: git.Commit | None, prefix: str, p: plan.Plan
     ) -> git.Commit | None:
         """Write <path>/<cluster>/ atomically, then commit the clusters that changed."""
+        work_tree = Path(str(repo.working_tree_dir))
         output.write_trees(
-            Path(str(repo.working_tree_dir)) / prefix, _trees(self.result), prune=self.cluster is None
+            work_tree / prefix, _trees(self.result), prune=self.cluster is None, root=work_tree
         )
         pathspecs = [f"{prefix}/{c.name}" for c in p.clusters if c.changed]
         return gitrepo.commit_paths(

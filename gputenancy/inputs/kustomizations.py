@@ -117,6 +117,7 @@ class _Checker:
         self.allowed = ("base", f"overlays/{cluster}")
         self.findings: list[Finding] = []
         self.seen: set[str] = set()
+        self.docs: dict[str, Document | None] = {}
 
     def add(self, origin: Origin, rule: str, message: str) -> None:
         self.findings.append(origin.finding(rule, message))
@@ -129,12 +130,16 @@ class _Checker:
         return None
 
     def read(self, rel: str) -> Document | None:
+        if rel in self.docs:
+            return self.docs[rel]
         try:
-            doc = load(Path(rel), self.root)
+            doc: Document | None = load(Path(rel), self.root)
         except PipelineError as exc:
             self.findings.extend(exc.findings)
-            return None
-        self.findings.extend(doc.findings)
+            doc = None
+        if doc is not None:
+            self.findings.extend(doc.findings)
+        self.docs[rel] = doc
         return doc
 
     def resolve(self, doc: Document, base: str, entry: Any, where: tuple[str | int, ...]) -> str | None:
@@ -275,10 +280,8 @@ def _overlay_findings(checker: _Checker, root: Path, cluster: str) -> Iterator[F
         )
         return
     checker.kustomization(rel)
-    doc = None
-    try:
-        doc = load(Path(rel), root)
-    except PipelineError:
+    doc = checker.read(rel)
+    if doc is None:
         return  # reported by the checker
     data = doc.data if isinstance(doc.data, dict) else {}
     resources = data.get("resources")
