@@ -205,8 +205,10 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
         raise PipelineError(failed)
     if cleaned:
         print(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
+    derived = _derived_files(result.model)
+    _stale_files(root, derived)  # refuses linked paths before anything is written
     changed = output.write_trees(parent, trees, prune=cluster is None, root=root)
-    changed += _write_files(root, _derived_files(result.model))
+    changed += _write_files(root, derived)
     print(f"rendered {sum(len(t) for t in trees.values())} files; changed: {', '.join(changed) or 'nothing'}")
     return 0
 
@@ -230,6 +232,11 @@ def _generated_by_us(path: Path) -> bool:
 
 
 def _stale_files(root: Path, files: dict[str, bytes | None]) -> list[str]:
+    from gputenancy.build import swap
+
+    refused = [f for f in (swap.confined_file(root, rel) for rel in sorted(files)) if f is not None]
+    if refused:
+        raise PipelineError(refused)
     out = []
     for rel, want in sorted(files.items()):
         path = root / rel

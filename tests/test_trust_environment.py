@@ -405,3 +405,36 @@ def test_a_huge_file_committed_in_generated_is_not_read(
         rc, text = run(capsys, root, command)
         assert rc == 1
         assert "generated/prod/huge.yaml: error: larger than" in text and "(source-size)" in text
+
+
+@pytest.mark.parametrize("linked", [".github", "argocd/applicationset.yaml"])
+def test_files_rendered_beside_generated_are_never_read_or_written_through_a_link(
+    tmp_path: Path, linked: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = trees.example(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "applicationset.yaml").write_text("secret\n")
+    (root / linked).parent.mkdir(parents=True, exist_ok=True)
+    if (root / linked).exists():
+        shutil.rmtree(root / linked) if (root / linked).is_dir() else (root / linked).unlink()
+    (root / linked).symlink_to(outside if linked == ".github" else outside / "applicationset.yaml")
+    before, tree = snapshot(outside), snapshot(root / "generated")
+    trees.write(root, "tenants/extra.yaml", trees.tenant("extra"))  # render would change generated/
+    for command in ("render", "check"):
+        rc, text = run(capsys, root, command)
+        assert rc == 1
+        assert f"{linked}: error: {linked} is a symlink" in text and "(generated-symlink)" in text
+        assert "secret" not in text
+    assert snapshot(outside) == before
+    assert snapshot(root / "generated") == tree  # refused before anything was written
+
+
+def test_a_linked_cache_directory_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = trees.example(tmp_path, generated=False)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / ".gputenancy-cache").symlink_to(outside)
+    monkeypatch.delenv("GPUTENANCY_CACHE", raising=False)
+    assert main(["--root", str(root), "validate"]) == 0
+    assert list(outside.iterdir()) == []
