@@ -438,3 +438,21 @@ def test_a_linked_cache_directory_is_not_used(tmp_path: Path, monkeypatch: pytes
     monkeypatch.delenv("GPUTENANCY_CACHE", raising=False)
     assert main(["--root", str(root), "validate"]) == 0
     assert list(outside.iterdir()) == []
+
+
+def test_a_200_kib_file_of_errors_gives_bounded_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = trees.example(tmp_path, generated=False)
+    names = "\n".join(f"  - BAD_{'x' * 30}_{i}" for i in range(5000))
+    long_value = "y" * 20_000
+    text = "apiVersion: gputenancy.io/v1\nkind: Tenant\nname: big\nowners: ['@a/b']\ndescription: 1\n"
+    text += f"cohort: {long_value}\nnamespaces:\n{names}\n"
+    assert 200 * 1024 < len(text) < 256 * 1024
+    (root / "tenants" / "big.yaml").write_text(text)
+    for fmt in ("text", "github", "json"):
+        rc, out = run(capsys, root, "validate", "--format", fmt)
+        assert rc == 1
+        assert len(out) < 64 * 1024, (fmt, len(out))
+        assert "more tenant-schema findings not shown (at most 50 per rule)" in out
+        assert long_value not in out  # clipped
