@@ -94,6 +94,8 @@ def test_refused(
     root = trees.example(tmp_path)
     install(root, case)
     repo = commit_all(root) if command == "publish" else None
+    if repo is None:
+        git.Repo.init(root, initial_branch="main")  # a checkout: .git/ is there to be pointed at
     head = repo.head.commit.hexsha if repo is not None else None
     before = snapshot(root)
     SENTINEL.unlink(missing_ok=True)

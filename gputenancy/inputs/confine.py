@@ -118,6 +118,9 @@ class _Walk:
         if not _inside(real, self.root):
             self.refuse(rel, "source-symlink", "symlink points outside the repository root")
             return None
+        if _inside(real, os.path.join(self.root, ".git")):
+            self.refuse(rel, "source-symlink", "symlink points into .git/ (its config can hold credentials)")
+            return None
         return real
 
     def visit(self, path: str, rel: str, chain: tuple[str, ...]) -> None:
