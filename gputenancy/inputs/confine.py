@@ -36,13 +36,13 @@ MAX_TREE_FILES = 10_000
 """Most files staged from one directory."""
 
 DOCS = {
-    "source-symlink": """A symlink under tenants/, base/ or overlays/ resolves inside the repository, to a
-regular file or a directory, without a loop. Its target is what the pipeline reads; a link that
+    "source-symlink": """A symlink under tenants/, base/ or overlays/ resolves inside the repository (not
+into .git/), to a regular file or a directory, without a loop. Its target is what the pipeline reads; a link that
 leaves the repository would copy any file of the machine (the CI job's environment in /proc
 included) into generated/.
 
 Passes: base/objects.yaml -> shared/objects.yaml (inside the repository).
-Fails: overlays/prod/secrets.yaml -> /proc/self/environ; base/loop -> base/loop.
+Fails: overlays/prod/secrets.yaml -> /proc/self/environ; base/loop -> base/loop; base/c -> ../.git/config.
 """,
     "source-not-regular": """Every input is a regular file or a directory: FIFOs, sockets and devices (or
 links to them) are refused, since reading one can block forever or return endless bytes.
