@@ -35,7 +35,7 @@ MAX_PER_RULE = 50
 the input, the output stays bounded (messages and paths are clipped too: `safetext`)."""
 
 
-def _bounded(findings: Sequence[Finding]) -> tuple[list[Finding], list[str]]:
+def bounded(findings: Sequence[Finding]) -> tuple[list[Finding], list[str]]:
     """Findings with visible, clipped paths and messages, at most MAX_PER_RULE per rule; and notes
     for those left out."""
     shown: list[Finding] = []
@@ -65,7 +65,7 @@ def _bounded(findings: Sequence[Finding]) -> tuple[list[Finding], list[str]]:
 
 def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] = ()) -> str:
     total = sorted(findings)
-    ordered, capped = _bounded(total)
+    ordered, capped = bounded(total)
     notes = [*(safetext.line(n) for n in notes), *capped]
     if fmt == "json":
         return (

@@ -197,7 +197,9 @@ def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
 
 
 def to_json(plan: Plan) -> dict[str, Any]:
-    """The JSON document (schema `gputenancy.deliver.plan/v1`, documented in README.md)."""
+    """The JSON document (schema `gputenancy.deliver.plan/v1`, documented in README.md). Findings are
+    bounded as `report.bounded` prints them (at most 50 per rule, clipped, visible)."""
+    shown, capped = report.bounded(plan.findings)
     return {
         "schema": "gputenancy.deliver.plan/v1",
         "against": plan.against,
@@ -205,8 +207,8 @@ def to_json(plan: Plan) -> dict[str, Any]:
         "summary": summary(plan),
         "clusters": [_cluster_json(c) for c in plan.clusters],
         "risks": [dataclasses.asdict(r) for r in plan.risks],
-        "findings": [{**dataclasses.asdict(f), "severity": f.severity.value} for f in plan.findings],
-        "notes": list(plan.notes),
+        "findings": [{**dataclasses.asdict(f), "severity": f.severity.value} for f in shown],
+        "notes": [*(safetext.line(n) for n in plan.notes), *capped],
     }
 
 
