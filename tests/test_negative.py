@@ -1,5 +1,5 @@
 """The negative corpus: tests/negative/<case>.yaml is dropped into tenants/ of a copy of the examples;
-`validate` and `render` must refuse it with exit 1, print every line of <case>.expected, show no
+`validate`, `render`, `plan` and `publish` must refuse it with exit 1, print every line of <case>.expected, show no
 traceback, execute nothing and leave generated/ untouched."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ import re
 import shutil
 from pathlib import Path
 
+import git
 import pytest
 import trees
+from test_negative_trees import commit_all
 
 from gputenancy.build import output
 from gputenancy.cli import main
@@ -33,10 +35,11 @@ def _expected(case: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
-@pytest.mark.parametrize("command", ["validate", "render"])
+@pytest.mark.parametrize("command", ["validate", "render", "plan", "publish"])
 def test_refused(tmp_path: Path, case: Path, command: str, capsys: pytest.CaptureFixture[str]) -> None:
     root = trees.example(tmp_path)
     _install(root, case)
+    head = commit_all(root).head.commit.hexsha if command == "publish" else None
     before = output.read_tree(root / "generated")
     SENTINEL.unlink(missing_ok=True)
     assert main(["--root", str(root), command]) == 1
@@ -50,6 +53,8 @@ def test_refused(tmp_path: Path, case: Path, command: str, capsys: pytest.Captur
     assert not SENTINEL.exists()
     assert output.read_tree(root / "generated") == before
     assert sorted(p.name for p in (root / "generated").iterdir()) == ["lab", "prod"]
+    if head is not None:
+        assert git.Repo(root).head.commit.hexsha == head
 
 
 def test_every_case_has_an_expectation() -> None:
