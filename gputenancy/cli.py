@@ -197,12 +197,7 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
         return 0
     from gputenancy.build import swap
 
-    refused = swap.guard(root, parent)
-    if refused:
-        raise PipelineError(refused)
-    cleaned, failed = swap.clean(root, parent)
-    if failed:
-        raise PipelineError(failed)
+    cleaned = swap.prepare(root, parent)
     if cleaned:
         print(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
     derived = _derived_files(result.model)
