@@ -456,3 +456,27 @@ def test_a_200_kib_file_of_errors_gives_bounded_output(
         assert len(out) < 64 * 1024, (fmt, len(out))
         assert "more tenant-schema findings not shown (at most 50 per rule)" in out
         assert long_value not in out  # clipped
+
+
+def test_a_signal_that_arrives_during_the_swap_undoes_it(tmp_path: Path) -> None:
+    """SIGTERM is sent for real while it is blocked, so it is pending when the swap reaches its
+    commit point: every rename is undone, then the signal would be delivered."""
+    from gputenancy.build import swap
+
+    parent = tmp_path / "generated"
+    old = {"a": {"k/x.yaml": b"a: 1\n"}, "b": {"k/y.yaml": b"b: 1\n"}, "gone": {"k/z.yaml": b"z\n"}}
+    swap.write_trees(tmp_path, parent, old)
+    before = snapshot(parent)
+    new = {"a": {"k/x.yaml": b"a: 2\n"}, "b": {"k/y.yaml": b"b: 2\n"}}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        with pytest.raises(InterruptedError):
+            swap.write_trees(tmp_path, parent, new, prune=True)
+        assert snapshot(parent) == before
+        assert signal.sigtimedwait({signal.SIGTERM}, 0) is not None  # still pending: consume it
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    assert swap.write_trees(tmp_path, parent, new, prune=True) == ["a", "b", "gone"]
+    assert {n: output.read_tree(parent / n) for n in new} == new
+    assert sorted(os.listdir(parent)) == ["a", "b"]
