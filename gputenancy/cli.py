@@ -202,7 +202,7 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
         print(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
     derived = _derived_files(result.model)
     _stale_files(root, derived)  # refuses linked paths before anything is written
-    changed = output.write_trees(parent, trees, prune=cluster is None, root=root)
+    changed = swap.write_trees(root, parent, trees, prune=cluster is None)
     changed += _write_files(root, derived)
     print(f"rendered {sum(len(t) for t in trees.values())} files; changed: {', '.join(changed) or 'nothing'}")
     return 0

@@ -197,11 +197,11 @@ def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
 
 
 def to_json(plan: Plan) -> dict[str, Any]:
-    """The JSON document (schema `gputenancy.deliver.plan/v1`, documented in README.md). Findings are
+    """The JSON document (schema `gputenancy.plan/v1`, documented in README.md). Findings are
     bounded as `report.bounded` prints them (at most 50 per rule, clipped, visible)."""
     shown, capped = report.bounded(plan.findings)
     return {
-        "schema": "gputenancy.deliver.plan/v1",
+        "schema": "gputenancy.plan/v1",
         "against": plan.against,
         "changed": plan.changed,
         "summary": summary(plan),

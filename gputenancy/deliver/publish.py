@@ -29,7 +29,7 @@ from typing import Any
 import git
 
 from gputenancy import engine, report
-from gputenancy.build import output
+from gputenancy.build import output, swap
 from gputenancy.deliver import gitrepo, plan, planview
 from gputenancy.findings import PipelineError
 
@@ -165,9 +165,7 @@ class _Job:
     ) -> git.Commit | None:
         """Write <path>/<cluster>/ atomically, then commit the clusters that changed."""
         work_tree = Path(str(repo.working_tree_dir))
-        output.write_trees(
-            work_tree / prefix, _trees(self.result), prune=self.cluster is None, root=work_tree
-        )
+        swap.write_trees(work_tree, work_tree / prefix, _trees(self.result), prune=self.cluster is None)
         pathspecs = [f"{prefix}/{c.name}" for c in p.clusters if c.changed]
         return gitrepo.commit_paths(
             repo,
