@@ -1,7 +1,8 @@
 """SIGINT and SIGTERM as one exception, turned into a one-line message by the command line (a leaf).
 
-While a command runs, both signals raise `Interrupted` in the main thread, so every ``finally`` and
-context manager runs (staging directories removed, a swap of generated/ undone: `build.swap`)
+While a command runs, both signals kill the subprocesses still running (`proc.stop_all`: kustomize
+is not waited for) and raise `Interrupted` in the main thread, so every ``finally`` and context
+manager runs (staging directories removed, a swap of generated/ undone: `build.swap`)
 and the process exits with 128 + the signal number after one line on stderr, never a traceback.
 """
 
@@ -13,6 +14,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
+
+from gputenancy import proc
 
 SIGNALS = tuple(s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None)) if s is not None)
 
@@ -26,6 +29,7 @@ class Interrupted(BaseException):
 
 
 def _raise(signum: int, _frame: FrameType | None) -> None:
+    proc.stop_all()  # kustomize processes end now; the pool's threads return at once
     raise Interrupted(signum)
 
 
@@ -46,6 +50,7 @@ def handled() -> Iterator[Callable[[Interrupted], int]]:
     if threading.current_thread() is not threading.main_thread():
         yield _stopped
         return
+    proc.resume()
     previous = {s: signal.signal(s, _raise) for s in SIGNALS}
     try:
         yield _stopped

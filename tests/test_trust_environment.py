@@ -195,8 +195,8 @@ def test_clusters_are_replaced_all_together_or_not_at_all(
 # ------------------------------------------------------------------ real signals
 
 
-def _children(pid: int) -> list[str]:
-    found = []
+def _processes() -> Iterator[tuple[int, str]]:
+    """(parent pid, command line) of every process."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -205,9 +205,11 @@ def _children(pid: int) -> list[str]:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if int(stat_line.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append(cmdline)
-    return found
+        yield int(stat_line.rsplit(")", 1)[1].split()[1]), cmdline
+
+
+def _children(pid: int) -> list[str]:
+    return [cmdline for parent, cmdline in _processes() if parent == pid]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -252,6 +254,7 @@ def test_a_signal_during_render_ends_it_with_one_line_and_the_tree_as_before(
     ]
     assert snapshot(root) == before
     assert os.listdir(scratch) == []  # staging trees removed
+    assert not [c for _, c in _processes() if str(scratch) in c]  # no kustomize left running
 
 
 # ------------------------------------------------------------------ special files, fetching
