@@ -201,7 +201,7 @@ class _Checker:
                     continue
                 target = self.resolve(doc, base, entry, (field, i))
                 if target is not None:
-                    self.follow(target, plugins or field in _PLUGIN_LISTS, doc.origin(field, i))
+                    self.follow(target, plugins or field in _PLUGIN_LISTS)
         for field in ("patches", "patchesJson6902", "replacements"):
             for i, item in enumerate(data.get(field) or [] if isinstance(data.get(field), list) else []):
                 if isinstance(item, dict) and "path" in item:
@@ -222,7 +222,9 @@ class _Checker:
                 if "env" in item:
                     self.resolve(doc, base, item["env"], (field, i, "env"))
 
-    def follow(self, rel: str, plugins: bool, origin: Origin) -> None:
+    def follow(self, rel: str, plugins: bool) -> None:
+        """Into a referenced directory's kustomization; a file named where plugins are expected is
+        read as a plugin configuration."""
         path = self.root / rel
         if path.is_dir():
             inner = self.kustomization_in(rel)
