@@ -299,6 +299,9 @@ def _main(args: argparse.Namespace) -> int:
     try:
         if args.command == "rules":
             sys.stdout.write(rules.documentation() + _boundary_documentation())
+            from gputenancy.check import postbuild
+
+            sys.stdout.write("\n" + postbuild.documentation())
             return 0
         if args.command in ("pr-comment", "job-summary"):
             import os

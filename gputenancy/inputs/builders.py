@@ -242,6 +242,16 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
             path=a.get("path", "generated").strip("/"),
             origin=doc.key_origin("argocd"),
         )
+    pod_requests = tuple(
+        (
+            name,
+            c.quantity(doc, ("minimumPodRequests", name), raw, "quantity"),
+            doc.origin("minimumPodRequests", name),
+        )
+        for name, raw in (d.get("minimumPodRequests") or {}).items()
+    )
+    if c.findings:
+        raise PipelineError(c.findings)
     namespaces = d.get("tenantNamespaces", {})
     return Platform(
         doc.path,
@@ -251,6 +261,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
         kueue_config,
         tuple(d.get("owners", ())),
         argocd,
+        pod_requests,
         tuple(namespaces.get("reserved", ())),
         tuple(namespaces.get("allowed", ())),
     )
