@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trees
@@ -369,13 +370,19 @@ def test_tenant_strings_cannot_hijack_the_markdown_plan(
     flavor = trees.read(root, "overlays/prod/cluster.yaml")["capacity"][0]["flavor"]
     device_class = next(iter(trees.read(root, "overlays/prod/cluster.yaml")["capacity"][0]["devices"]))
 
+    def allow_overcommit(data: dict[str, Any]) -> None:
+        data["overcommit"] = True  # the claim below needs a budget; capacity is not what is tested
+
+    trees.edit(root, "overlays/prod/cluster.yaml", allow_overcommit)
+
     def tenant(selector: str) -> None:
+        budget = {"flavor": flavor, "devices": {device_class: 1}, "resources": {"cpu": 1, "memory": "1Gi"}}
         trees.write(
             root,
             "tenants/extra.yaml",
             trees.tenant(
                 "extra",
-                budgets={"default": [{"flavor": flavor, "devices": {device_class: 0}}]},
+                budgets={"default": [budget]},
                 claimTemplates=[{"name": "one", "deviceClass": device_class, "selectors": [selector]}],
             ),
         )
