@@ -476,13 +476,16 @@ def test_hami_dra_memory_quota_by_capacity_where_the_gate_allows(
     trees.edit(
         root,
         "overlays/site/cluster.yaml",
-        lambda d: d["capacity"][0].update(devices={dra: "30Gi"}) or d["capacity"][0].pop("hami"),
+        lambda d: (
+            d["capacity"][0]["resources"].update({"hami.io/gpu-memory": "30Gi"})
+            or d["capacity"][0].pop("hami")
+        ),
     )
 
     def by_memory(d: dict[str, Any]) -> None:
         budget = d["budgets"]["default"][0]
         budget.pop("hami")
-        budget["devices"] = {dra: "12Gi"}
+        budget["resources"]["hami.io/gpu-memory"] = "12Gi"  # bytes, under the quota name: devices are counts
         d.pop("vgpuTemplates")
         d["claimTemplates"] = [
             {"name": "vgpu-4g", "deviceClass": dra, "capacity": {"memory": "4Gi", "cores": 30}}
