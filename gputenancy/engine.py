@@ -172,6 +172,7 @@ def _run(
     catalog = rules.effective_catalog(model)
     keys = _Keys(store, kustomize, catalog)
     stats = _Stats(store, clock, platforms=memo.platform(store))
+    built_memo = memo.built(store)
     notes: list[str] = []
     results: dict[str, ClusterResult] = {}
     with contextlib.ExitStack() as stack:
@@ -244,7 +245,27 @@ def _run(
             notes.extend(more_notes)
             if result is not None:
                 results[p.cluster.name] = result
+                # 6. the last word: the chain, Kueue support and canonical form on the built objects
+                findings.extend(_check_built(p, model, catalog, result, built_memo))
     return Result(model, results, tuple(sorted(set(findings))), tuple(notes), stats.done())
+
+
+def _check_built(
+    p: _Cluster,
+    model: Model,
+    catalog: rules.Catalog,
+    result: ClusterResult,
+    found: memo.Memo[tuple[Finding, ...]],
+) -> list[Finding]:
+    from gputenancy.check import postbuild
+
+    key = memo.built_key(p.key, p.keys) if p.key else None
+    done = found.lookup(key) if key else None
+    if done is None:
+        done = tuple(postbuild.check(model, p.cluster, catalog, result.objects, kustomized=p.kustomized))
+        if key:
+            found.store(key, done)
+    return list(done)
 
 
 def _finish(
@@ -335,8 +356,15 @@ class _Keys:
             with contextlib.suppress(PipelineError):
                 self.tool = store.tool_version(proc.kustomize_command())
         self.catalog = json.dumps(
-            sorted((n, e.resource, list(e.selectors)) for n, e in catalog.classes.items())
+            sorted(
+                (n, e.resource, list(e.selectors), list(e.capacity or ())) for n, e in catalog.classes.items()
+            )
         )
+        self.hami = catalog.hami
+
+    def _hami(self, cluster: str) -> str:
+        """The HAMi resource and quota names behind each flavor of the cluster (ClusterQueues cover them)."""
+        return json.dumps(sorted((f, d.names) for (c, f), d in self.hami.items() if c == cluster))
 
     def cluster(self, c: Cluster, stage: build.Stage | None, crd_dir: Path | None) -> str | None:
         if self.store is None or (stage is not None and not stage.hermetic()):
@@ -346,7 +374,7 @@ class _Keys:
             software=cachekey.software(),
             kustomize_version=self.tool,
             kustomize_run=str(self.kustomize),
-            catalog=self.catalog,
+            catalog=self.catalog + self._hami(c.name),
             cluster_name=c.name,
             kueue_version=c.kueue_version,
             kubernetes_version=c.kubernetes_version,

@@ -1,133 +1,143 @@
-"""Small input repositories built inside a test: one platform, a few clusters and tenants, written as
-YAML under tmp_path. Independent of the example content of tenants/ and overlays/."""
+"""A small repository of its own under tmp_path (independent of the example content): one cluster `c1`,
+two tenants, a driver-installed DeviceClass and a rendered one, two flavors and a cohort."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import textwrap
 from pathlib import Path
-from typing import Any
 
-import yaml
+PLATFORM = """\
+apiVersion: gputenancy.io/v1
+kind: Platform
+kueueConfig: kueue-config.yaml
+deviceClasses:
+  - name: gpu.example.com
+    resource: example.com/gpu
+  - name: slice.example.com
+    resource: example.com/slice
+    selectors:
+      - device.driver == 'gpu.example.com'
+flavors:
+  - name: big
+  - name: small
+cohorts:
+  - name: pool
+"""
 
-API = "gputenancy.io/v1"
-GPU = "gpu.nvidia.com"
-MIG = "mig-1g.10gb.nvidia.com"
-MIG_SELECTOR = (
-    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig' && "
-    "device.attributes['gpu.nvidia.com'].profile == '{}'"
-)
-BASE_CONFIG: dict[str, Any] = {
-    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-    "kind": "Configuration",
-    "health": {"healthProbeBindAddress": ":8081"},
-    "metrics": {"bindAddress": ":8443"},
-    "webhook": {"port": 9443},
-    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-    "integrations": {"frameworks": ["batch/job"]},
-}
+KUEUE_CONFIG = """\
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+integrations:
+  frameworks:
+    - batch/job
+"""
+
+CLUSTER = """\
+apiVersion: gputenancy.io/v1
+kind: Cluster
+name: c1
+kubernetesVersion: "1.35"
+kueue:
+  version: {version}
+  install: {install}
+{extra}capacity:
+  - flavor: big
+    devices:
+      gpu.example.com: 16
+      slice.example.com: 16
+    resources:
+      cpu: 512
+      memory: 4Ti
+  - flavor: small
+    devices:
+      gpu.example.com: 16
+    resources:
+      cpu: 512
+      memory: 4Ti
+"""
+
+OVERLAY = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../base
+  - _platform
+"""
+
+COMPONENT = """\
+apiVersion: kustomize.config.k8s.io/v1alpha1
+kind: Component
+"""
+
+TENANT = """\
+apiVersion: gputenancy.io/v1
+kind: Tenant
+name: {name}
+owners: ["@acme/{name}"]
+namespaces:
+  - {name}-ns
+cohort: pool
+budgets:
+  default:
+    - flavor: big
+      devices:
+        gpu.example.com: {{nominal: 4, borrowingLimit: 2}}
+        slice.example.com: 2
+      resources:
+        cpu: 32
+        memory: 128Gi
+claimTemplates:
+  - name: gpu-x2
+    deviceClass: gpu.example.com
+    count: 2
+  - name: slice-x1
+    deviceClass: slice.example.com
+"""
 
 
-def device_class(name: str, resource: str, profile: str | None = None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": name, "resource": resource}
-    if profile is not None:
-        entry["selectors"] = [MIG_SELECTOR.format(profile)]
-    return entry
-
-
-CATALOG = [device_class(GPU, "nvidia.com/gpu"), device_class(MIG, "nvidia.com/mig-1g.10gb", "1g.10gb")]
-
-
-def platform(
-    device_classes: Iterable[Mapping[str, Any]] = CATALOG,
-    flavors: Iterable[str] = ("h100", "a100"),
-    cohorts: Iterable[str] = ("research",),
-) -> dict[str, Any]:
-    return {
-        "apiVersion": API,
-        "kind": "Platform",
-        "kueueConfig": "kueue-config.yaml",
-        "deviceClasses": [dict(d) for d in device_classes],
-        "flavors": [{"name": f, "nodeLabels": {"example.com/flavor": f}} for f in flavors],
-        "cohorts": [{"name": c} for c in cohorts],
-    }
-
-
-def cluster(
-    name: str = "c1",
-    capacity: Iterable[Mapping[str, Any]] = ({"flavor": "h100", "devices": {GPU: 8}},),
+def make(
+    tmp_path: Path,
     *,
-    kueue: str = "v0.19.2",
-    kubernetes: str = "1.35",
-    **fields: Any,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "apiVersion": API,
-        "kind": "Cluster",
-        "name": name,
-        "kubernetesVersion": kubernetes,
-        "kueue": {"version": kueue, "install": "manifests"},
-        "capacity": [dict(c) for c in capacity],
-    }
-    body.update(fields)
-    return body
-
-
-def tenant(
-    name: str,
-    budgets: Iterable[Mapping[str, Any]] = ({"flavor": "h100", "devices": {GPU: 1}},),
-    **fields: Any,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "apiVersion": API,
-        "kind": "Tenant",
-        "name": name,
-        "owners": [f"@acme/{name}"],
-        "namespaces": [f"{name}-ns"],
-        "budgets": {"default": [dict(b) for b in budgets]},
-    }
-    body.update(fields)
-    return body
-
-
-def dump(path: Path, data: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def write(
-    root: Path,
-    tenants: Iterable[Mapping[str, Any]],
-    clusters: Iterable[Mapping[str, Any]] = (cluster(),),
-    *,
-    platform_body: Mapping[str, Any] | None = None,
-    kueue_config: Mapping[str, Any] = BASE_CONFIG,
-    component: bool = False,
+    version: str = "v0.19.2",
+    install: str = "manifests",
+    cluster_extra: str = "",
+    component: str | None = None,
+    overlay_extra: str = "",
+    tenants: dict[str, str] | None = None,
+    platform_extra: str = "",
 ) -> Path:
-    """A complete repository root: base/, overlays/<cluster>/ (with a tenant Component when asked),
-    tenants/<name>.yaml."""
-    dump(root / "base" / "platform.yaml", dict(platform_body or platform()))
-    dump(root / "base" / "kueue-config.yaml", dict(kueue_config))
-    for c in clusters:
-        overlay = root / "overlays" / str(c["name"])
-        dump(overlay / "cluster.yaml", dict(c))
-        dump(
-            overlay / "kustomization.yaml",
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                "resources": ["_platform"],
-            },
+    """Write the repository; returns its root. `component` (text appended to a Component) creates
+    overlays/c1/tenants/kustomization.yaml; `tenants` maps names to whole tenant files."""
+    root = tmp_path / "repo"
+    (root / "base").mkdir(parents=True)
+    (root / "base/platform.yaml").write_text(PLATFORM + platform_extra)
+    (root / "base/kueue-config.yaml").write_text(KUEUE_CONFIG)
+    (root / "base/kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
+    )
+    overlay = root / "overlays/c1"
+    overlay.mkdir(parents=True)
+    (overlay / "cluster.yaml").write_text(
+        CLUSTER.format(
+            version=version, install=install, extra=textwrap.indent(textwrap.dedent(cluster_extra), "  ")
         )
-        if component:
-            dump(
-                overlay / "tenants" / "kustomization.yaml",
-                {
-                    "apiVersion": "kustomize.config.k8s.io/v1alpha1",
-                    "kind": "Component",
-                    "labels": [{"pairs": {"example.com/cluster": str(c["name"])}}],
-                },
-            )
-    for t in tenants:
-        dump(root / "tenants" / f"{t['name']}.yaml", dict(t))
+    )
+    (overlay / "kustomization.yaml").write_text(OVERLAY + textwrap.dedent(overlay_extra))
+    if component is not None:
+        (overlay / "tenants").mkdir()
+        (overlay / "tenants/kustomization.yaml").write_text(COMPONENT + textwrap.dedent(component))
+    (root / "tenants").mkdir()
+    files = tenants if tenants is not None else {"a": TENANT.format(name="a"), "b": TENANT.format(name="b")}
+    for name, text in files.items():
+        (root / "tenants" / f"{name}.yaml").write_text(text)
     return root
+
+
+def line_of(root: Path, rel: str, needle: str, nth: int = 1) -> int:
+    seen = 0
+    for n, text in enumerate((root / rel).read_text().splitlines(), 1):
+        if needle in text:
+            seen += 1
+            if seen == nth:
+                return n
+    raise AssertionError(f"{needle!r} not in {rel}")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import smallrepo as s
+import repokit as s
 import yaml
 
 from gputenancy import engine
@@ -291,11 +291,11 @@ def test_a_claim_on_a_class_only_claimed_is_mapped_and_rendered(tmp_path: Path) 
         [
             s.tenant(
                 "a",
-                [{"flavor": "h100", "devices": {s.GPU: 2}}],
+                [{"flavor": "h100", "devices": {s.GPU: 2}, "resources": s.POD}],
                 claimTemplates=[{"name": "one-h100", "deviceClass": H100}],
             )
         ],
-        [s.cluster(capacity=[{"flavor": "h100", "devices": {s.GPU: 8}}])],
+        [s.cluster(capacity=[{"flavor": "h100", "devices": {s.GPU: 8}, "resources": s.POD_CAPACITY}])],
         platform_body=s.platform(TWO_ON_GPU),
     )
     model, _ = load_model(root)

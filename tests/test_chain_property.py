@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import smallrepo as s
+import repokit as s
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -62,9 +62,9 @@ def fleets(draw: st.DrawFn) -> list[dict[str, Any]]:
             classes = draw(st.lists(st.sampled_from(CLASSES), min_size=1, max_size=2, unique=True))
             # one quota resource once per flavor: budget_duplicate_resource refuses the same one twice
             by_resource = {RESOURCE[c]: c for c in classes}
-            devices = {c: draw(st.integers(0, 2)) for c in by_resource.values()}
+            devices = {c: draw(st.integers(1, 2)) for c in by_resource.values()}
             budgeted |= set(devices)
-            budgets.append({"flavor": flavor, "devices": devices})
+            budgets.append({"flavor": flavor, "devices": devices, "resources": s.POD})
         have = {RESOURCE[c] for c in budgeted}
         namespaces = [f"t{i}-ns{n}" for n in range(draw(st.integers(1, 2)))]
         claims = []
@@ -93,7 +93,7 @@ def _capacity(tenants: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Enough of everything: the property is about the chain, not about capacity."""
     declared = any("deviceClasses" in t for t in tenants)
     classes = (s.GPU, s.MIG, MIG_2G) if declared else (s.GPU, s.MIG)
-    return [{"flavor": f, "devices": {c: 100 for c in classes}} for f in FLAVORS]
+    return [{"flavor": f, "devices": {c: 100 for c in classes}, "resources": s.POD_CAPACITY} for f in FLAVORS]
 
 
 def _config(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -186,10 +186,16 @@ def test_the_property_sees_a_broken_chain(tmp_path: Path) -> None:
     """chain_breaks finds each missing link: no DeviceClass, no mapping, an uncovered resource."""
     tenant = s.tenant(
         "a",
-        [{"flavor": "h100", "devices": {s.GPU: 1}}],
+        [{"flavor": "h100", "devices": {s.GPU: 1}, "resources": s.POD}],
         claimTemplates=[{"name": "one", "deviceClass": H100}],
     )
-    root = s.write(tmp_path, [tenant], platform_body=s.platform(PLATFORM_CLASSES, FLAVORS))
+    capacity = [{"flavor": "h100", "devices": {s.GPU: 8}, "resources": s.POD_CAPACITY}]
+    root = s.write(
+        tmp_path,
+        [tenant],
+        [s.cluster(capacity=capacity)],
+        platform_body=s.platform(PLATFORM_CLASSES, FLAVORS),
+    )
     result = engine.run(root, cache=None)
     assert not result.failed, [f.format() for f in result.findings]
     catalog = rules.effective_catalog(result.model)

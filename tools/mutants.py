@@ -37,6 +37,7 @@ PLANVIEW = "gputenancy/deliver/planview.py"
 PLAN = "gputenancy/deliver/plan.py"
 PUBLISH = "gputenancy/deliver/publish.py"
 OUTPUT = "gputenancy/build/output.py"
+SWAP = "gputenancy/build/swap.py"
 FILES = "gputenancy/inputs/files.py"
 DOCUMENT = "gputenancy/inputs/document.py"
 YAMLBUILD = "gputenancy/inputs/yamlbuild.py"
@@ -50,6 +51,7 @@ T_PLAN = ("tests/test_plan.py",)
 T_PUBLISH = ("tests/test_publish.py",)
 T_OUTPUT = (
     "tests/test_cli.py",
+    "tests/test_trust_environment.py",
     "tests/test_publish.py::test_interrupted_write_leaves_the_directory_as_it_was",
 )
 T_SOURCE = ("tests/test_boundaries.py", "tests/test_source.py")
@@ -75,9 +77,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "usage-one-class-per-resource",
         CAPACITY,
-        "                    key = (fb.flavor, entry.resource)\n"
-        "                    total[key] = total.get(key, parse(0)) + amount.nominal",
-        "                    key = (fb.flavor, entry.resource)\n                    total[key] = amount.nominal",
+        "                total[key] = total.get(key, parse(0)) + amount.nominal",
+        "                total[key] = amount.nominal",
         T_RULES,
         "budgets on one quota resource no longer add up",
     ),
@@ -230,8 +231,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "key-no-catalog",
         ENGINE,
-        "            catalog=self.catalog,",
-        '            catalog="",',
+        "            catalog=self.catalog + self._hami(c.name),",
+        "            catalog=self._hami(c.name),",
         T_CACHE,
         "the cluster key leaves out the device-class catalog",
     ),
@@ -426,11 +427,11 @@ MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ atomic write
     Mutant(
         "write-removes-first",
-        OUTPUT,
-        "    with _staged(parent, {n: trees[n] for n in changed}) as staged:\n",
+        SWAP,
+        "    with output.staged(parent, {n: trees[n] for n in changed}) as staged:\n",
         "    for n in changed:\n"
         "        shutil.rmtree(parent / n, ignore_errors=True)\n"
-        "    with _staged(parent, {n: trees[n] for n in changed}) as staged:\n",
+        "    with output.staged(parent, {n: trees[n] for n in changed}) as staged:\n",
         T_OUTPUT,
         "the old directory is removed before the new one is complete",
     ),
@@ -444,7 +445,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "write-prunes-always",
-        OUTPUT,
+        SWAP,
         "        if prune and parent.is_dir()",
         "        if parent.is_dir()",
         (*T_OUTPUT, "tests/test_publish.py::test_deploy_path_and_one_cluster"),
@@ -452,8 +453,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "write-all-changed",
-        OUTPUT,
-        "changed = [n for n, t in trees.items() if read_tree(parent / n) != dict(t)]",
+        SWAP,
+        "changed = [n for n, t in trees.items() if output.read_tree(parent / n) != dict(t)]",
         "changed = list(trees)",
         T_OUTPUT,
         "every directory is rewritten and reported changed",

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gputenancy import report
+from gputenancy import report, safetext
+from gputenancy.deliver import mdsafe
 from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (
     ACTIONS,
@@ -20,7 +21,8 @@ from gputenancy.deliver.plan import (
     show_value,
     value_change,
 )
-from gputenancy.inputs.quantity import Quantity
+from gputenancy.inputs import hami
+from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 
 MAX_COMMENT = 65536
 _BLOCKS = " ▏▎▍▌▋▊▉█"
@@ -29,9 +31,29 @@ _SIGN = {"added": "+", "removed": "-", "changed": "~"}
 _OPS = {"+": "added", "-": "removed", "~": "changed"}
 
 
-def change_line(o: ObjectChange, c: Change) -> str:
-    """`prod ClusterQueue vision: nvidia.com/gpu nominalQuota on flavor h100: 8 → 6`"""
-    return f"{o.title}: {value_change(c)}"
+def change_line(o: ObjectChange, c: Change, units: Mapping[str, str] | None = None) -> str:
+    """`prod ClusterQueue vision: nvidia.com/gpu nominalQuota on flavor h100: 8 → 6`; HAMi memory and
+    cores quotas also in GiB and percent (`12288 → 16k (12Gi → 15.625Gi)`)."""
+    return f"{o.title}: {value_change(c)}{_human_change(c, units or {})}"
+
+
+def _human_change(c: Change, units: Mapping[str, str]) -> str:
+    names = [getattr(seg, "name", None) for seg in c.path]
+    unit = next((units[n] for n in names if isinstance(n, str) and n in units), "")
+    if not unit or not isinstance(c.path[-1], str) or not c.path[-1].endswith(("Quota", "Limit")):
+        return ""
+
+    def show(value: Any) -> str:
+        try:
+            return _human(parse(str(value)), unit) if value is not None else "(unset)"
+        except QuantityError:
+            return str(value)
+
+    return f" ({show(c.old)} → {show(c.new)})"
+
+
+def _human(q: Quantity, unit: str) -> str:
+    return hami.human(q, unit)
 
 
 def _bar(used: Quantity | None, cap: Quantity | None, width: int = 10) -> str:
@@ -43,12 +65,14 @@ def _bar(used: Quantity | None, cap: Quantity | None, width: int = 10) -> str:
     return f"{bar} {ratio:.0%}{' over capacity' if ratio > 1 else ''}"
 
 
-def _q(q: Quantity | None) -> str:
-    return q.canonical() if q is not None else "-"
+def _q(q: Quantity | None, unit: str = "") -> str:
+    return _human(q, unit) if q is not None else "-"
 
 
 def _budget(row: CapacityRow) -> str:
-    return _q(row.after) if row.before == row.after else f"{_q(row.before)} → {_q(row.after)}"
+    if row.before == row.after:
+        return _q(row.after, row.unit)
+    return f"{_q(row.before, row.unit)} → {_q(row.after, row.unit)}"
 
 
 def summary(plan: Plan) -> str:
@@ -59,8 +83,13 @@ def summary(plan: Plan) -> str:
 
 
 def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None) -> str:
+    painted: set[str] = set()
+
     def paint(sign: str, text: str) -> str:
-        return f"{_COLOURS[sign]}{text}\033[0m" if color else text
+        shown = safetext.visible(text)
+        shown = f"{_COLOURS[sign]}{shown}\033[0m" if color else shown
+        painted.add(shown)
+        return shown
 
     lines = [f"plan against {plan.against}"]
     for c in plan.clusters:
@@ -71,13 +100,13 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         lines.append(f"{c.name}: {counts}{tenants}" if c.changed else f"{c.name}: no changes")
         for o in c.objects:
             s = _SIGN[o.action]
-            lines += [paint(s, f"  {s} {change_line(o, ch)}") for ch in o.changes] or [
+            lines += [paint(s, f"  {s} {change_line(o, ch, c.units)}") for ch in o.changes] or [
                 paint(s, f"  {s} {o.title} ({o.action}, {o.path})")
             ]
         lines += [paint(f[0], f"  {f[0]} {c.name} file {f[2:]}") for f in c.files]
         lines += [f"  nominal budget vs capacity on {c.name}:"] if c.changed and c.capacity else []
         for r in c.capacity if c.changed else ():
-            row = f"{r.flavor} {r.resource}: {_budget(r)} of {_q(r.capacity)}"
+            row = f"{r.flavor} {r.resource}: {_budget(r)} of {_q(r.capacity, r.unit)}"
             lines.append(f"    {row}  {_bar(r.after, r.capacity)}".rstrip())
     lines += (
         ["risks:", *(paint("!", f"  ! {r.cluster or '*'} {r.risk}: {r.message}") for r in plan.risks)]
@@ -85,6 +114,7 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         else []
     )
     lines.append(summary(plan))
+    lines = [line if line in painted else safetext.visible(line) for line in lines]
     if max_lines is not None and len(lines) > max_lines:
         lines = [
             *lines[: max_lines - 1],
@@ -94,20 +124,15 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
     return "\n".join(lines) + "\n"
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _code(text: str) -> str:
-    text = text.replace("|", "\\|")
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
+_md = mdsafe.text  # every tenant-controlled string goes through one of these two
+_code = mdsafe.code
 
 
 def _details(o: ObjectChange) -> str:
     tenant = f" (tenant {_md(o.tenant)})" if o.tenant else ""
     head = f"<b>{_md(o.cluster)}</b> {_md(o.key.kind)} <code>{_md(o.title.split(' ', 2)[2])}</code>{tenant}"
     if o.action != "changed":
-        return f"- **{o.action}** {head} (`{o.path}`)\n"
+        return f"- **{o.action}** {head} ({_code(o.path)})\n"
     rows = [
         f"| {_md(c.description)} | {_code(show_value(c.old, c.op != 'added'))} | "
         f"{_code(show_value(c.new, c.op != 'removed'))} |"
@@ -126,10 +151,10 @@ _CUT = (
 def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
     """The PR comment: summary, risks, capacity and findings first (never cut); per-object details
     after, cut with a note when the comment would exceed `limit` characters."""
-    head = ["## gputenancy plan", "", f"Against `{plan.against}`: **{summary(plan)}**", ""]
+    head = ["## gputenancy plan", "", f"Against {_code(plan.against)}: **{_md(summary(plan))}**", ""]
     head += ["| cluster | changed | added | removed | tenants |", "| --- | ---: | ---: | ---: | --- |"]
     head += [
-        f"| {c.name} | {' | '.join(str(c.count(a)) for a in ACTIONS)} | {_md(', '.join(c.tenants)) or '-'} |"
+        f"| {_md(c.name)} | {' | '.join(str(c.count(a)) for a in ACTIONS)} | {_md(', '.join(c.tenants)) or '-'} |"
         for c in plan.clusters
     ]
     if plan.risks:
@@ -137,23 +162,30 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
             "",
             "### ⚠️ Risks",
             "",
-            *(f"- **{_md(r.cluster or 'all')}** `{r.risk}`: {_md(r.message)}" for r in plan.risks),
+            *(f"- **{_md(r.cluster or 'all')}** {_code(r.risk)}: {_md(r.message)}" for r in plan.risks),
         ]
     for c in (c for c in plan.clusters if c.changed and c.capacity):
         head += [
             "",
-            f"### Capacity on {c.name}",
+            f"### Capacity on {_md(c.name)}",
             "",
             "| flavor | resource | nominal budget | capacity | use |",
         ]
         head += ["| --- | --- | ---: | ---: | --- |"]
         for r in c.capacity:
             bar = _code(_bar(r.after, r.capacity)) if r.capacity else ""
-            head.append(f"| {r.flavor} | {_md(r.resource)} | {_budget(r)} | {_q(r.capacity)} | {bar} |")
+            head.append(
+                f"| {_md(r.flavor)} | {_md(r.resource)} | {_md(_budget(r))} | {_md(_q(r.capacity, r.unit))} | {bar} |"
+            )
     if plan.findings:
-        head += ["", "### Findings", "", "```", *(f.format() for f in plan.findings), "```"]
+        listed = report.format_findings(list(plan.findings), "text").splitlines()
+        head += ["", "### Findings", "", mdsafe.fence(listed)]
     blocks = [_details(o) for c in plan.clusters for o in c.objects]
-    blocks += [f"- **{_OPS[f[0]]}** <b>{c.name}</b> file `{f[2:]}`\n" for c in plan.clusters for f in c.files]
+    blocks += [
+        f"- **{_OPS[f[0]]}** <b>{_md(c.name)}</b> file {_code(f[2:])}\n"
+        for c in plan.clusters
+        for f in c.files
+    ]
     text = "\n".join(head) + "\n" + ("\n### Changes\n\n" if blocks else "")
     budget = limit - len(text) - len(_CUT) - 40
     shown: list[str] = []
@@ -179,6 +211,11 @@ def _json_fields(fields: list[tuple[str, Any]]) -> Any:
 def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
     data: dict[str, Any] = dataclasses.asdict(c, dict_factory=_json_fields)
     data["files"] = [{"op": _OPS[f[0]], "path": f[2:]} for f in c.files]
+    for row in data["capacity"]:  # "unit" only on HAMi memory ("MiB") and cores ("percent") rows
+        if not row["unit"]:
+            del row["unit"]
+    if not c.units:
+        del data["units"]
     return {
         **data,
         "changed": c.changed,
@@ -188,7 +225,9 @@ def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
 
 
 def to_json(plan: Plan) -> dict[str, Any]:
-    """The JSON document (schema `gputenancy.plan/v1`, documented in README.md)."""
+    """The JSON document (schema `gputenancy.plan/v1`, documented in README.md). Findings are
+    bounded as `report.bounded` prints them (at most 50 per rule, clipped, visible)."""
+    shown, capped = report.bounded(plan.findings)
     return {
         "schema": "gputenancy.plan/v1",
         "against": plan.against,
@@ -196,8 +235,8 @@ def to_json(plan: Plan) -> dict[str, Any]:
         "summary": summary(plan),
         "clusters": [_cluster_json(c) for c in plan.clusters],
         "risks": [dataclasses.asdict(r) for r in plan.risks],
-        "findings": [{**dataclasses.asdict(f), "severity": f.severity.value} for f in plan.findings],
-        "notes": list(plan.notes),
+        "findings": [{**dataclasses.asdict(f), "severity": f.severity.value} for f in shown],
+        "notes": [*(safetext.line(n) for n in plan.notes), *capped],
     }
 
 
@@ -227,7 +266,7 @@ def command(
         text = report.format_findings(found, "json" if fmt == "json" else findings_format, result.notes)
         if output_file is not None:
             listed = report.format_findings(found, "text")
-            failed = f"## gputenancy plan\n\n**validation failed**\n\n```\n{listed}```\n"
+            failed = f"## gputenancy plan\n\n**validation failed**\n\n{mdsafe.fence(listed.splitlines())}\n"
             output_file.write_text(failed if fmt == "markdown" else text, encoding="utf-8")
         emit(text)
         return 1

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy.findings import Finding, Origin, PipelineError
-from gputenancy.inputs import quantity
+from gputenancy.inputs import amounts, hami, quantity
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import (
     DEFAULT_KUEUE_NAMESPACE,
@@ -37,6 +37,20 @@ class _Collector:
     def add(self, origin: Origin, rule: str, message: str) -> None:
         self.findings.append(origin.finding(rule, message))
 
+    def device_count(
+        self, doc: Document, path: tuple[str | int, ...], raw: Any, q: quantity.Quantity
+    ) -> None:
+        """Device counts are whole numbers written plainly (`amounts.device_count_problem`)."""
+        try:
+            quantity.parse(raw)
+        except quantity.QuantityError:
+            return  # reported by `quantity`
+        problem = None if q.is_integer() else f"device counts must be whole numbers, got {raw!r}"
+        if problem is not None:
+            self.add(doc.origin(*path), "quantity", f"{dotted(path)}: {problem}")
+        elif (problem := amounts.device_count_problem(raw)) is not None:
+            self.add(doc.origin(*path), "device-count", f"{dotted(path)}: {problem}")
+
     def quantity(
         self, doc: Document, path: tuple[str | int, ...], value: Any, rule: str
     ) -> quantity.Quantity:
@@ -51,6 +65,9 @@ class _Collector:
             return quantity.parse(0)
         if q.is_negative():
             self.add(doc.origin(*path), rule, f"{dotted(path)}: must not be negative, got {value!r}")
+        beyond = amounts.range_problem(value, q)
+        if beyond is not None:
+            self.add(doc.origin(*path), "quantity-range", f"{dotted(path)}: {beyond}")
         return q
 
 
@@ -65,12 +82,8 @@ def _amount(c: _Collector, doc: Document, path: tuple[str | int, ...], raw: Any,
         sub = (*path, key) if isinstance(raw, dict) else path
         origins[key] = doc.key_origin(*sub)
         q = c.quantity(doc, sub, fields[key], "quantity")
-        if device and not q.is_integer():
-            c.add(
-                doc.origin(*sub),
-                "quantity",
-                f"{dotted(sub)}: device counts must be whole numbers, got {fields[key]!r}",
-            )
+        if device:
+            c.device_count(doc, sub, fields[key], q)
         values[key] = q
     nominal = values["nominal"]
     assert nominal is not None
@@ -91,9 +104,18 @@ def _budgets(
             (name, _amount(c, doc, (*p, "resources", name), amt, False))
             for name, amt in item.get("resources", {}).items()
         )
-        if not devices and not res:
-            c.add(doc.origin(*p), "budget-empty", f"{dotted(p)}: a flavor budget needs devices or resources")
-        out.append(FlavorBudget(item["flavor"], devices, res, doc.origin(*p, "flavor")))
+        vgpu = None
+        if "hami" in item:
+            vgpu = hami.build_budget(
+                c.add, doc, (*p, "hami"), item["hami"], lambda q, raw: _amount(c, doc, q, raw, False)
+            )
+        if not devices and not res and vgpu is None:
+            c.add(
+                doc.origin(*p),
+                "budget-empty",
+                f"{dotted(p)}: a flavor budget needs devices, hami or resources",
+            )
+        out.append(FlavorBudget(item["flavor"], devices, res, doc.origin(*p, "flavor"), vgpu))
     return tuple(out)
 
 
@@ -130,6 +152,10 @@ def build_tenant(doc: Document) -> Tenant:
                     doc.origin("claimTemplates", i, "selectors", j)
                     for j in range(len(raw.get("selectors", ())))
                 ),
+                capacity=tuple(
+                    (name, c.quantity(doc, ("claimTemplates", i, "capacity", name), value, "quantity"))
+                    for name, value in raw.get("capacity", {}).items()
+                ),
             )
         )
     weight = None
@@ -150,14 +176,10 @@ def build_tenant(doc: Document) -> Tenant:
         default_budget=default,
         cluster_budgets=per_cluster,
         claim_templates=tuple(claims),
-        device_classes=tuple(
-            DeviceClassEntry(
-                raw["name"], raw["resource"], tuple(raw.get("selectors", ())), doc.origin("deviceClasses", i)
-            )
-            for i, raw in enumerate(d.get("deviceClasses", []))
-        ),
+        device_classes=tuple(_class_entry(doc, i, raw) for i, raw in enumerate(d.get("deviceClasses", []))),
         origin=doc.origin("name"),
         cohort_origin=doc.origin("cohort"),
+        vgpu_templates=hami.build_templates(c.add, doc, d.get("vgpuTemplates", [])),
     )
     if c.findings:
         raise PipelineError(c.findings)
@@ -169,9 +191,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
     d = doc.data
     classes: dict[str, DeviceClassEntry] = {}
     for i, raw in enumerate(d["deviceClasses"]):
-        entry = DeviceClassEntry(
-            raw["name"], raw["resource"], tuple(raw.get("selectors", ())), doc.origin("deviceClasses", i)
-        )
+        entry = _class_entry(doc, i, raw)
         if entry.name in classes:
             first = classes[entry.name].origin
             c.add(
@@ -229,7 +249,40 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
             path=a.get("path", "generated").strip("/"),
             origin=doc.key_origin("argocd"),
         )
-    return Platform(doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd)
+    devices: dict[str, hami.HamiDevice] = {}
+    for i, raw in enumerate(d.get("hami", [])):
+        dev = hami.build_device(doc, i, raw)
+        if dev.name in devices:
+            c.add(
+                dev.origin,
+                "catalog-duplicate",
+                f"HAMi device {dev.name!r} is already listed at line {devices[dev.name].origin.line}",
+            )
+        devices.setdefault(dev.name, dev)
+    pod_requests = tuple(
+        (
+            name,
+            c.quantity(doc, ("minimumPodRequests", name), raw, "quantity"),
+            doc.origin("minimumPodRequests", name),
+        )
+        for name, raw in (d.get("minimumPodRequests") or {}).items()
+    )
+    if c.findings:
+        raise PipelineError(c.findings)
+    namespaces = d.get("tenantNamespaces", {})
+    return Platform(
+        doc.path,
+        classes,
+        flavors,
+        cohorts,
+        kueue_config,
+        tuple(d.get("owners", ())),
+        argocd,
+        pod_requests,
+        tuple(namespaces.get("reserved", ())),
+        tuple(namespaces.get("allowed", ())),
+        hami=devices,
+    )
 
 
 def build_cluster(doc: Document, directory: str) -> Cluster:
@@ -266,12 +319,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         for name, value in raw.get("devices", {}).items():
             p = ("capacity", i, "devices", name)
             q = c.quantity(doc, p, value, "quantity")
-            if not q.is_integer():
-                c.add(
-                    doc.origin(*p),
-                    "quantity",
-                    f"{dotted(p)}: device counts must be whole numbers, got {value!r}",
-                )
+            c.device_count(doc, p, value, q)
             devs.append((name, q, doc.origin(*p)))
         res = [
             (
@@ -281,7 +329,10 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
             )
             for name, value in raw.get("resources", {}).items()
         ]
-        capacity.append(Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i)))
+        vgpu = (
+            hami.build_capacity(c.add, doc, ("capacity", i, "hami"), raw["hami"]) if "hami" in raw else None
+        )
+        capacity.append(Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i), vgpu))
     k8s = d["kubernetesVersion"].lstrip("v")
     minor = int(k8s.split(".")[1])
     if minor < 34:
@@ -310,4 +361,15 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         destination=Destination(d["argocd"].get("server"), d["argocd"].get("name"))
         if "argocd" in d
         else None,
+    )
+
+
+def _class_entry(doc: Document, i: int, raw: dict[str, Any]) -> DeviceClassEntry:
+    cap = raw.get("capacity")
+    return DeviceClassEntry(
+        raw["name"],
+        raw["resource"],
+        tuple(raw.get("selectors", ())),
+        doc.origin("deviceClasses", i),
+        (cap["name"], cap["driver"]) if cap is not None else None,
     )
