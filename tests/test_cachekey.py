@@ -26,7 +26,6 @@ from typing import Any
 
 import pytest
 import trees
-from conftest import shared_dir
 
 from gputenancy import cache, cachekey, engine, proc
 
@@ -67,9 +66,8 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory: pytest.TempPathFactory) -> World:
+def baseline(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> World:
     """The example repository with the Kueue CRDs of its clusters' versions, rendered once into a cache."""
-    shared = shared_dir()
     top = tmp_path_factory.mktemp("baseline")
     root = trees.example(top, generated=False)
     schemas = top / "schemas"
