@@ -36,6 +36,7 @@ from gputenancy.inputs.spec import Cluster, Model, Tenant, load_model
 from gputenancy.objects import RenderedObject
 from gputenancy.policy import rules
 from gputenancy.render.manifests import render_platform, render_tenant
+from gputenancy.versions import releases
 
 TENANT_ENTRY = "tenant"
 PLATFORM_ENTRY = "platform"
@@ -82,12 +83,7 @@ class Result:
 
 def crd_dir_for(schemas: Path | None, kueue_version: str) -> Path | None:
     """<schemas>/kueue/<version>/crds, or <schemas>/<version>/crds, or None."""
-    if schemas is None:
-        return None
-    for candidate in (schemas / "kueue" / kueue_version / "crds", schemas / kueue_version / "crds"):
-        if candidate.is_dir():
-            return candidate
-    return None
+    return releases.crd_dir(schemas, kueue_version)
 
 
 def check_only(
@@ -356,6 +352,11 @@ def _run(
                         "kueue.config; set the Configuration there",
                     )
                 )
+            crd_dir = crd_dir_for(schemas, c.kueue_version)
+            if schemas is not None and crd_dir is None:  # a schemas directory without this version
+                message = releases.missing_message(schemas, c.kueue_version)
+                findings.append(c.document.origin("kueue", "version").finding("schemas-missing", message))
+                continue
             stage = None
             if kustomize:
                 try:
@@ -364,7 +365,6 @@ def _run(
                     findings.extend(exc.findings)
                     continue
             clock.lap("render")
-            crd_dir = crd_dir_for(schemas, c.kueue_version)
             tenants = model.tenants_on(name)
             keys, cached, fresh = [], {}, []
             cluster_key = ""
@@ -476,6 +476,12 @@ def _collect(p: _Cluster, store: Cache | None, clock: _Clock) -> _Outcome:
             return _Outcome(None, duplicated, [])
     platform_findings, skipped = _platform_report(store if p.key else None, p.key, platform, check)
     notes = [f"{name}: {s}" for s in skipped]
+    if p.crd_dir is not None and not any(
+        s.startswith("Kueue CRD schema validation skipped") for s in skipped
+    ):
+        notes.insert(
+            0, f"{name}: Kueue CRD schema and CEL validation ran (Kueue {c.kueue_version}, {p.crd_dir})"
+        )
     if c.overcommit:
         notes.append(f"{name}: overcommit is allowed by overlays/{name}/cluster.yaml")
     extra_findings = check(extra).findings if extra else ()

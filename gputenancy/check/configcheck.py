@@ -26,7 +26,6 @@ from typing import Any
 
 from gputenancy.check import dra
 from gputenancy.check.configfields import (
-    API_V1BETA1,
     API_V1BETA2,
     API_VERSIONS,
     FieldPath,
@@ -50,6 +49,7 @@ from gputenancy.check.names import (
 )
 from gputenancy.findings import Finding, Origin, Severity
 from gputenancy.versions import gates as kueuegates
+from gputenancy.versions import kueue as kueue_versions
 
 OriginOf = Callable[[FieldPath], Origin]
 
@@ -247,6 +247,15 @@ def _check_device_class_mappings(ctx: _Context, config: Mapping[str, Any]) -> No
     }
     for problem in dra.device_class_mapping_problems(mappings, base, disabled_sources):
         ctx.emit(RULE_DEVICE_CLASS_MAPPINGS, problem.path, problem.message, problem.severity)
+    reserved = kueue_versions.for_version(ctx.minor).reserved_resource_names
+    for index, mapping in enumerate(mappings):
+        name = mapping.get("name") if isinstance(mapping, Mapping) else None
+        if isinstance(name, str) and name in reserved:
+            ctx.emit(
+                RULE_DEVICE_CLASS_MAPPINGS,
+                (*base, index, "name"),
+                f"Invalid value: {name!r}: a resource name Kueue {ctx.minor} reserves; the manager would not start",
+            )
 
 
 # --- waitForPodsReady ------------------------------------------------------------------------------------
@@ -321,12 +330,13 @@ def _check_integrations(ctx: _Context, config: Mapping[str, Any]) -> None:
         return
     base: FieldPath = ("integrations",)
     seen: set[str] = set()
-    known = sorted(KNOWN_FRAMEWORKS)
+    frameworks = kueue_versions.for_version(ctx.minor).frameworks
+    known = sorted(frameworks)
     for index, framework in enumerate(as_list(integrations.get("frameworks"))):
         if not isinstance(framework, str):
             continue
         path = (*base, "frameworks", index)
-        if framework not in KNOWN_FRAMEWORKS:
+        if framework not in frameworks:
             suggestion = suggest(framework, known)
             hint = f' (did you mean "{suggestion}"?)' if suggestion else ""
             ctx.emit(
@@ -538,9 +548,12 @@ def check_configuration(
     api_version, kind = config.get("apiVersion"), config.get("kind")
     if kind != KIND:
         emit(RULE_VERSION, ("kind",), f'must be "{KIND}", not {kind!r}')
-    if api_version not in API_VERSIONS:
+    accepted = kueue_versions.for_version(minor).config_api_versions
+    if api_version not in API_VERSIONS or api_version not in accepted:
         emit(
-            RULE_VERSION, ("apiVersion",), f'must be "{API_V1BETA2}" or "{API_V1BETA1}", not {api_version!r}'
+            RULE_VERSION,
+            ("apiVersion",),
+            "must be " + " or ".join(f'"{v}"' for v in accepted) + f", not {api_version!r}",
         )
         return findings
     assert isinstance(api_version, str)

@@ -153,6 +153,8 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
             head.append(f"| {r.flavor} | {_md(r.resource)} | {_budget(r)} | {_q(r.capacity)} | {bar} |")
     if plan.findings:
         head += ["", "### Findings", "", "```", *(f.format() for f in plan.findings), "```"]
+    if plan.notes:  # per cluster, whether the Kueue CRD schemas were checked; overcommit
+        head += ["", "### Validation", "", *(f"- {_md(n)}" for n in plan.notes)]
     blocks = [_details(o) for c in plan.clusters for o in c.objects]
     blocks += [f"- **{_OPS[f[0]]}** <b>{c.name}</b> file `{f[2:]}`\n" for c in plan.clusters for f in c.files]
     text = "\n".join(head) + "\n" + ("\n### Changes\n\n" if blocks else "")

@@ -21,6 +21,7 @@ from gputenancy.cache import Cache, Entries, digest, software
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.inputs import quantity
 from gputenancy.inputs.source import CACHE_ENTRY, Document, discover, load
+from gputenancy.versions import kueue as kueue_versions
 
 if TYPE_CHECKING:
     import jsonschema
@@ -158,6 +159,7 @@ class Platform:
     kueue_config: Document
     owners: tuple[str, ...] = ()
     argocd: ArgoCD | None = None
+    kueue_manifests_url: str | None = None  # `schemas fetch` URL template ({version})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -487,7 +489,16 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
             path=a.get("path", "generated").strip("/"),
             origin=doc.key_origin("argocd"),
         )
-    return Platform(doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd)
+    return Platform(
+        doc.path,
+        classes,
+        flavors,
+        cohorts,
+        kueue_config,
+        tuple(d.get("owners", ())),
+        argocd,
+        d.get("kueueManifestsURL"),
+    )
 
 
 def build_cluster(doc: Document, directory: str) -> Cluster:
@@ -546,7 +557,8 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         c.add(
             doc.origin("kubernetesVersion"),
             "k8s-version-unsupported",
-            f"Kubernetes {k8s} has no resource.k8s.io/v1, which Kueue reads for DRA: 1.34 or newer is required",
+            f"Kubernetes {k8s} has no resource.k8s.io/v1, which Kueue reads for DRA "
+            f"(supported: {kueue_versions.supported_kubernetes()})",
         )
     if c.findings:
         raise PipelineError(c.findings)

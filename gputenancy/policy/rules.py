@@ -581,3 +581,10 @@ def documentation() -> str:
         doc = (fn.__doc__ or "").strip()
         parts.append(f"### `{rule_id}`\n\n{doc}\n")
     return "\n".join(parts)
+
+
+# Rules over declared versions, from the per-minor data.
+from gputenancy.policy import versionrules  # noqa: E402
+
+rule("kueue-version-unsupported")(versionrules.kueue_version_unsupported)
+rule("k8s-version-unsupported")(versionrules.k8s_version_unsupported)

@@ -23,6 +23,7 @@ from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.objects import FieldPath, RenderedObject
 from gputenancy.policy.rules import Catalog, claims_on, classes_used, covered_resources
 from gputenancy.render import kueueconfig
+from gputenancy.versions import kueue as kueue_versions
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
 TENANT_LABEL = "gputenancy.io/tenant"
@@ -147,6 +148,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
         weight=tenant.fair_sharing_weight.canonical() if tenant.fair_sharing_weight is not None else None,
         covered=covered,
         flavors=flavors,
+        defaults=kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"],
         **_meta(tenant.origin, WAVE_CLUSTER_QUEUES, tenant.name),
     )
     field_origins[("spec", "cohortName")] = tenant.cohort_origin
