@@ -19,7 +19,7 @@ import jsonschema_rs
 
 from gputenancy.cache import Cache, Entries, digest, software
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
-from gputenancy.inputs import quantity
+from gputenancy.inputs import kueueinstall, quantity
 from gputenancy.inputs.source import CACHE_ENTRY, Document, discover, load
 from gputenancy.versions import kueue as kueue_versions
 
@@ -198,6 +198,7 @@ class Cluster:
     document: Document
     origin: Origin
     destination: Destination | None = None
+    manifests: kueueinstall.ManifestsInstall | None = None  # with install: manifests
 
 
 @dataclasses.dataclass(frozen=True)
@@ -529,6 +530,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
             "cluster-install",
             "kueue.helm is only used with kueue.install: helm",
         )
+    manifests = kueueinstall.manifests_install(doc, kueue, c.add)
     capacity = []
     for i, raw in enumerate(d["capacity"]):
         devs = []
@@ -571,6 +573,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         install=kueue["install"],
         kueue_namespace=kueue.get("namespace", DEFAULT_KUEUE_NAMESPACE),
         helm=helm,
+        manifests=manifests,
         feature_gates=dict(kueue.get("featureGates", {})),
         config_overrides=kueue.get("config", {}),
         capacity=tuple(capacity),
