@@ -65,6 +65,10 @@ def _parser() -> argparse.ArgumentParser:
         help="directory (default: $GPUTENANCY_SCHEMAS or .gputenancy-schemas)",
     )
     fetch_p.add_argument("--format", choices=report.FORMATS, default=None, help="findings format")
+    fetch_p.add_argument(
+        "--url",
+        help="URL template for this run ({version}), instead of kueueManifestsURL of base/platform.yaml",
+    )
     _plan_parsers(sub)
     pc = sub.add_parser("pr-comment", help="create or update the sticky plan comment on a pull request")
     pc.add_argument("--body-file", type=Path, required=True, help="Markdown body (e.g. plan.md)")
@@ -298,7 +302,9 @@ def _main(args: argparse.Namespace) -> int:
 
             target = _schemas(args.schemas, root) or root / releases.DEFAULT_DIR
             fmt = args.format or report.default_format()
-            return fetch.command(root, target, update=args.update, fmt=fmt, emit=sys.stdout.write)
+            return fetch.command(
+                root, target, update=args.update, fmt=fmt, url=args.url, emit=sys.stdout.write
+            )
         schemas = _schemas(args.schemas, root)
         if args.command in ("plan", "publish"):
             return _plan_commands(args, root, schemas)

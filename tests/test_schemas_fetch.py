@@ -264,3 +264,31 @@ def test_a_fetch_killed_by_a_signal_leaves_everything_as_before(
     assert proc.returncode != 0
     assert minirepo.snapshot(schemas) == before
     assert (root / "schemas.lock").read_bytes() == lock
+
+
+def test_a_file_mirror_given_for_one_run_is_verified_against_the_same_lock(
+    tmp_path: Path, served: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Air-gapped: the lock written from the release server verifies a copy on disk (--url)."""
+    with minirepo.serve(served) as url:
+        root = repo(tmp_path, url)
+        assert (
+            run(root, "schemas", "fetch", "--update", "--schemas", str(tmp_path / "a"), capsys=capsys)[0] == 0
+        )
+    lock = (root / "schemas.lock").read_bytes()
+    mirror = f"file://{served}/{{version}}/manifests.yaml"
+    code, out = run(
+        root, "schemas", "fetch", "--schemas", str(tmp_path / "b"), "--url", mirror, capsys=capsys
+    )
+    assert code == 0, out
+    assert minirepo.snapshot(tmp_path / "b") == minirepo.snapshot(tmp_path / "a")
+    assert (root / "schemas.lock").read_bytes() == lock
+    republish(served / "v0.19.2" / "manifests.yaml")
+    code, out = run(
+        root, "schemas", "fetch", "--schemas", str(tmp_path / "c"), "--url", mirror, capsys=capsys
+    )
+    assert code == 1 and "Kueue v0.19.2:" in out and "differs from schemas.lock" in out
+    code, out = run(
+        root, "schemas", "fetch", "--schemas", str(tmp_path / "c"), "--url", "file:///x", capsys=capsys
+    )
+    assert code == 1 and "has no {version}" in out

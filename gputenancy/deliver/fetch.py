@@ -95,11 +95,17 @@ def fetch(
     schemas: Path,
     *,
     update: bool = False,
+    url: str | None = None,
     progress: Callable[[str], Any] = lambda _: None,
 ) -> list[Outcome]:
-    """Fetch, verify and swap in; raises PipelineError with every problem found (nothing changed)."""
+    """Fetch, verify and swap in; raises PipelineError with every problem found (nothing changed).
+    `url` replaces the URL template of base/platform.yaml."""
     lock = _read_lock(root)
     declared, template = declared_versions(root)
+    if url is not None:
+        if "{version}" not in url:
+            raise PipelineError([_error(RULE, f"--url {url!r} has no {{version}}", path="--url")])
+        template = url
     versions = sorted(set(declared) | set(lock.versions))
     if not versions:
         return []
@@ -200,11 +206,15 @@ def _install(schemas: Path, fresh: dict[str, dict[str, bytes]]) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def command(root: Path, schemas: Path, *, update: bool, fmt: str, emit: Callable[[str], Any]) -> int:
+def command(
+    root: Path, schemas: Path, *, update: bool, fmt: str, emit: Callable[[str], Any], url: str | None = None
+) -> int:
     from gputenancy import report
 
     try:
-        outcomes = fetch(root, schemas, update=update, progress=emit if fmt == "text" else lambda _: None)
+        outcomes = fetch(
+            root, schemas, update=update, url=url, progress=emit if fmt == "text" else lambda _: None
+        )
     except PipelineError as exc:
         emit(report.format_findings(list(exc.findings), fmt))
         return 1
