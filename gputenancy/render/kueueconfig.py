@@ -18,9 +18,6 @@ from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.objects import FieldPath, longest_origin
 from gputenancy.policy.rules import Catalog, classes_used
 
-CONFIG_KEY = "controller_manager_config.yaml"
-CONFIGMAP_NAME = "kueue-manager-config"
-DEPLOYMENT_NAME = "kueue-controller-manager"
 CHECKSUM_ANNOTATION = "gputenancy.io/kueue-config-checksum"
 
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

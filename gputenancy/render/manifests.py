@@ -30,7 +30,6 @@ TENANT_LABEL = "gputenancy.io/tenant"
 SOURCE_ANNOTATION = "gputenancy.io/source"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-PARTIAL_ANNOTATION = "gputenancy.io/partial"
 _EXACTLY = ("spec", "spec", "devices", "requests", 0, "exactly")
 
 # Argo CD sync waves: configuration and DeviceClasses, then flavors and cohorts, then ClusterQueues,
