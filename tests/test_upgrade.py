@@ -152,3 +152,19 @@ def test_storage_version_served_versions_and_removed_fields(tmp_path: Path, shar
     )
     # The same release on both sides: nothing to say.
     assert upgrade.compare_releases(old, old, "c1") == ([], [])
+
+
+def test_a_helm_installed_kueue_upgrade_is_compared_too(
+    tmp_path: Path, shared: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = minirepo.make(tmp_path / "repo", [minirepo.cluster("c1", kueue="v0.18.1", install="helm")])
+    assert main(root, "render") == 0
+    minirepo.dump(
+        root / "overlays" / "c1" / "cluster.yaml", minirepo.cluster("c1", kueue="v0.19.2", install="helm")
+    )
+    capsys.readouterr()
+    assert main(root, "plan", "--schemas", str(shared), "--format", "json") == 2
+    data = json.loads(capsys.readouterr().out)
+    (u,) = data["upgrades"]
+    assert (u["old"], u["new"], u["compared"]) == ("v0.18.1", "v0.19.2", True)
+    assert any(c.startswith("CRD workloads.kueue.x-k8s.io v1beta2: validation changed") for c in u["changes"])
