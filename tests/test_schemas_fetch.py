@@ -292,3 +292,28 @@ def test_a_file_mirror_given_for_one_run_is_verified_against_the_same_lock(
         root, "schemas", "fetch", "--schemas", str(tmp_path / "c"), "--url", "file:///x", capsys=capsys
     )
     assert code == 1 and "has no {version}" in out
+
+
+def test_a_schemas_directory_without_a_clusters_version_is_an_error(
+    tmp_path: Path, served: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GPUTENANCY_SCHEMAS", raising=False)
+    schemas = tmp_path / "schemas"
+    with minirepo.serve(served) as url:
+        root = repo(tmp_path, url)
+        assert run(root, "schemas", "fetch", "--update", "--schemas", str(schemas), capsys=capsys)[0] == 0
+    shutil.rmtree(schemas / "kueue" / "v0.18.1")
+    for directory in (schemas, tmp_path / "nonexistent"):
+        code, out = run(root, "validate", "--schemas", str(directory), capsys=capsys)
+        assert code == 1
+        assert (
+            f"overlays/c0/cluster.yaml:6:12: error: the schemas directory {directory} has no Kueue v0.18.1 "
+            f"({directory}/kueue/v0.18.1/crds); run `python pipeline.py schemas fetch --schemas {directory}` "
+            "(schemas-missing)"
+        ) in out
+    # Without schemas the plan comment says, per cluster, that CRD validation did not run.
+    code, out = run(root, "plan", "--format", "markdown", capsys=capsys)
+    assert code == 2
+    validation = out.split("### Validation", 1)[1]
+    assert "- c0: Kueue CRD schema validation skipped: no schema directory configured" in validation
+    assert "- c1: Kueue CRD schema validation skipped: no schema directory configured" in validation
