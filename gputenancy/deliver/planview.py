@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy import report
+from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (
     ACTIONS,
     CapacityRow,
-    Change,
     ClusterPlan,
-    ObjectChange,
     Plan,
     Risk,
     make,
@@ -200,9 +199,9 @@ def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
 
 
 def to_json(plan: Plan) -> dict[str, Any]:
-    """The JSON document (schema `gputenancy.deliver.plan/v1`, documented in README.md)."""
+    """The JSON document (schema `gputenancy.plan/v1`, documented in README.md)."""
     return {
-        "schema": "gputenancy.deliver.plan/v1",
+        "schema": "gputenancy.plan/v1",
         "against": plan.against,
         "changed": plan.changed,
         "summary": summary(plan),

@@ -3,22 +3,13 @@ manifests (`install: manifests`). Defaults come from the cluster's Kueue version
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from gputenancy.findings import Origin
-from gputenancy.inputs.source import Document
+from gputenancy.inputs.document import Document
+from gputenancy.inputs.records import ManifestsInstall
 from gputenancy.versions import kueue as kueue_versions
-
-
-@dataclasses.dataclass(frozen=True)
-class ManifestsInstall:
-    repo_url: str  # Kueue's repository (or a mirror of it)
-    image: str  # the manager image repository; tagged with the Kueue version
-    project: str
-    argocd_namespace: str
-    destination_server: str
 
 
 def manifests_install(

@@ -1,7 +1,7 @@
 """Rules over the versions a cluster declares, from the per-minor data (gputenancy.versions.kueue).
 
-Registered by gputenancy.policy.rules with the other model rules (`python pipeline.py rules`); an
-unsupported version stops the run before anything version-specific is looked up, in every output format.
+Listed in gputenancy.policy.rules with the other model rules (`python pipeline.py rules`); an unsupported
+version stops the run before anything version-specific is looked up, in every output format.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from collections.abc import Iterator
 
 from gputenancy.findings import Finding
 from gputenancy.inputs.spec import Model
+from gputenancy.policy.catalog import Catalog
 from gputenancy.versions import kueue
 
 
-def kueue_version_unsupported(model: Model, catalog: object) -> Iterator[Finding]:
+def kueue_version_unsupported(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """`kueue.version` names a Kueue release the pipeline has data for (feature gates, Configuration
     fields, release layout): the supported minors are listed in the message, and
     docs/adding-a-kueue-version.md is how another one is added.
@@ -28,7 +29,7 @@ def kueue_version_unsupported(model: Model, catalog: object) -> Iterator[Finding
             yield cluster.document.origin("kueue", "version").finding("kueue-version-unsupported", str(exc))
 
 
-def k8s_version_unsupported(model: Model, catalog: object) -> Iterator[Finding]:
+def k8s_version_unsupported(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """`kubernetesVersion` is within the range the cluster's Kueue version is supported on here: from
     1.34 (the first release serving resource.k8s.io/v1, which Kueue reads for DRA) to the newest
     release whose resource.k8s.io/v1 schema the validator ships (1.37).

@@ -1,0 +1,105 @@
+"""The capacity rule (nominal budgets of all tenants fit each cluster's capacity, per flavor and
+resource) and the per-flavor sums that plan's capacity table also shows."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.inputs.quantity import Quantity, parse
+from gputenancy.inputs.spec import Cluster, Model, Tenant
+from gputenancy.policy.catalog import Catalog
+
+
+def capacity(model: Model, catalog: Catalog) -> Iterator[Finding]:
+    """The nominal budgets of all tenants on a cluster fit its capacity, per flavor and resource
+    (a warning instead when the overlay sets overcommit: true).
+
+    Passes: tenants budget 4 + 4 H100s on a cluster with 8.
+    Fails: tenants budget 4 + 6 H100s on a cluster with 8.
+    """
+    for cluster in model.clusters.values():
+        yield from _capacity(model, cluster, catalog)
+
+
+def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tuple[str, str], Quantity]:
+    """Sum of nominal budgets per (flavor, quota resource) on a cluster."""
+    total: dict[tuple[str, str], Quantity] = {}
+    for t in model.tenants_on(cluster.name):
+        for fb in t.budget_for(cluster.name) or ():
+            for name, amount in fb.devices:
+                entry = catalog.classes.get(name)
+                if entry is not None:
+                    key = (fb.flavor, entry.resource)
+                    total[key] = total.get(key, parse(0)) + amount.nominal
+            for name, amount in fb.resources:
+                key = (fb.flavor, name)
+                total[key] = total.get(key, parse(0)) + amount.nominal
+    return total
+
+
+def capacity_by_flavor(cluster: Cluster, catalog: Catalog) -> dict[tuple[str, str], tuple[Quantity, Origin]]:
+    out: dict[tuple[str, str], tuple[Quantity, Origin]] = {}
+    for cap in cluster.capacity:
+        for name, q, origin in cap.devices:
+            entry = catalog.classes.get(name)
+            if entry is not None:
+                key = (cap.flavor, entry.resource)
+                prev = out.get(key)
+                out[key] = ((prev[0] + q) if prev else q, origin)
+        for name, q, origin in cap.resources:
+            out[(cap.flavor, name)] = (q, origin)
+    return out
+
+
+def contributions(
+    model: Model, cluster: Cluster, catalog: Catalog
+) -> dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]]:
+    """Who budgets what, per (flavor, quota resource) on a cluster."""
+    out: dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]] = defaultdict(list)
+    for t in model.tenants_on(cluster.name):
+        for fb in t.budget_for(cluster.name) or ():
+            for name, amount in fb.devices:
+                entry = catalog.classes.get(name)
+                if entry is not None:
+                    out[(fb.flavor, entry.resource)].append((t, amount.nominal, amount.origin))
+            for name, amount in fb.resources:
+                out[(fb.flavor, name)].append((t, amount.nominal, amount.origin))
+    return out
+
+
+def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5) -> str:
+    ranked = sorted(parts, key=lambda p: p[1], reverse=True)
+    shown = ", ".join(f"{t.name} {q.canonical()} at {o.path}:{o.line}" for t, q, o in ranked[:most])
+    return shown + (f" and {len(ranked) - most} more" if len(ranked) > most else "")
+
+
+def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Finding]:
+    have = capacity_by_flavor(cluster, catalog)
+    who = contributions(model, cluster, catalog)
+    for (flavor, resource), used in sorted(usage_by_flavor(model, cluster, catalog).items()):
+        cap = have.get((flavor, resource))
+        if cap is None:
+            yield Finding(
+                cluster.path,
+                cluster.origin.line,
+                cluster.origin.col,
+                Severity.WARNING if cluster.overcommit else Severity.ERROR,
+                "capacity",
+                f"tenants budget {used.canonical()} {resource} on flavor {flavor!r}, but cluster {cluster.name!r} declares no capacity for it",
+            )
+            continue
+        if used > cap[0]:
+            sev = Severity.WARNING if cluster.overcommit else Severity.ERROR
+            note = (
+                " (overcommit allowed)" if cluster.overcommit else "; lower a budget or set overcommit: true"
+            )
+            yield Finding(
+                cap[1].path,
+                cap[1].line,
+                cap[1].col,
+                sev,
+                "capacity",
+                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {used.canonical()} exceeds capacity {cap[0].canonical()} ({_who(who[(flavor, resource)])}){note}",
+            )
