@@ -286,6 +286,9 @@ def _main(args: argparse.Namespace) -> int:
     try:
         if args.command == "rules":
             sys.stdout.write(rules.documentation())
+            from gputenancy.check import postbuild
+
+            sys.stdout.write("\n" + postbuild.documentation())
             return 0
         if args.command in ("pr-comment", "job-summary"):
             import os

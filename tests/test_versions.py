@@ -47,7 +47,10 @@ def test_a_minor_without_a_part_is_reported(monkeypatch: pytest.MonkeyPatch) -> 
     table = dict(kueue._table())
     table["v0.99"] = table["v0.19"]
     monkeypatch.setattr(kueue, "_table", lambda: types.MappingProxyType(table))
-    assert kueue.missing_parts("v0.99") == ["feature gates (data/kueue_feature_gates.json)"]
+    assert kueue.missing_parts("v0.99") == [
+        "feature gates (data/kueue_feature_gates.json)",
+        "start-up rules (data/kueue_startup_rules.json)",
+    ]
     assert kueue.missing_parts("v0.19") == []
 
 
@@ -177,9 +180,10 @@ def test_webhook_rules_a_version_does_not_enforce_are_not_run(monkeypatch: pytes
 
 def test_the_recipe_names_every_part() -> None:
     recipe = (REPO / "docs" / "adding-a-kueue-version.md").read_text()
+    files = [name.split("(", 1)[1].rstrip(")") for name in kueue.PARTS]  # "data/kueue/<minor>.json", ...
+    assert len(files) >= 3
     for part in (
-        "data/kueue/<minor>.json",
-        "kueue_feature_gates.json",
+        *files,
         "tools/extract_feature_gates.py",
         "tools/verify_kueue_application.py",
         "schemas fetch --update",

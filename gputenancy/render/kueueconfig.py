@@ -18,6 +18,10 @@ from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.objects import FieldPath, longest_origin
 from gputenancy.policy.catalog import Catalog, classes_used
 
+# The manager ConfigMap as installed, its key (the release data has the names inside Kueue's tree too)
+CONFIG_KEY = "controller_manager_config.yaml"
+CONFIGMAP_NAME = "kueue-manager-config"
+DEPLOYMENT_NAME = "kueue-controller-manager"
 CHECKSUM_ANNOTATION = "gputenancy.io/kueue-config-checksum"
 
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
