@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Sequence
 
+from gputenancy import safetext
 from gputenancy.findings import Finding, Severity
 
 FORMATS = ("text", "github", "json")
@@ -29,8 +30,43 @@ def summary(findings: Sequence[Finding]) -> str:
     return f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}"
 
 
+MAX_PER_RULE = 50
+"""Findings of one rule printed per run; the rest are counted in one note. Whatever the size of
+the input, the output stays bounded (messages and paths are clipped too: `safetext`)."""
+
+
+def bounded(findings: Sequence[Finding]) -> tuple[list[Finding], list[str]]:
+    """Findings with visible, clipped paths and messages, at most MAX_PER_RULE per rule; and notes
+    for those left out."""
+    shown: list[Finding] = []
+    left_out: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for f in sorted(findings):
+        count[f.rule] = count.get(f.rule, 0) + 1
+        if count[f.rule] > MAX_PER_RULE:
+            left_out[f.rule] = left_out.get(f.rule, 0) + 1
+            continue
+        shown.append(
+            Finding(
+                safetext.line(f.path, safetext.MAX_PATH),
+                f.line,
+                f.col,
+                f.severity,
+                safetext.line(f.rule, 80),
+                safetext.line(f.message),
+            )
+        )
+    notes = [
+        f"{n} more {rule} finding{'s' if n != 1 else ''} not shown (at most {MAX_PER_RULE} per rule)"
+        for rule, n in sorted(left_out.items())
+    ]
+    return shown, notes
+
+
 def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] = ()) -> str:
-    ordered = sorted(findings)
+    total = sorted(findings)
+    ordered, capped = bounded(total)
+    notes = [*(safetext.line(n) for n in notes), *capped]
     if fmt == "json":
         return (
             json.dumps(
@@ -47,7 +83,7 @@ def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] 
                         for f in ordered
                     ],
                     "notes": list(notes),
-                    "summary": summary(ordered),
+                    "summary": summary(total),
                 },
                 indent=2,
             )
@@ -66,5 +102,5 @@ def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] 
             lines.append(f.format())
     lines.extend(f"note: {n}" for n in notes)
     if ordered:
-        lines.append(summary(ordered))
+        lines.append(summary(total))
     return "\n".join(lines) + ("\n" if lines else "")

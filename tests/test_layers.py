@@ -13,7 +13,20 @@ import trees
 
 PACKAGE = trees.REPO / "gputenancy"
 STAGES = ("versions", "inputs", "policy", "render", "build", "check", "deliver")
-LEAVES = frozenset({"findings", "objects", "proc", "cache", "cachekey", "memo", "fastyaml", "report"})
+LEAVES = frozenset(
+    {
+        "findings",
+        "objects",
+        "proc",
+        "cache",
+        "cachekey",
+        "memo",
+        "fastyaml",
+        "report",
+        "safetext",
+        "interrupt",
+    }
+)
 TOP = ("engine", "cli")
 ALLOWED_UPWARD = {("deliver", "engine")}
 """plan and publish run the engine themselves (publish between its checks of the working tree and its
