@@ -94,7 +94,9 @@ def guard(root: Path, parent: Path) -> list[Finding]:
         return findings
     if not parent.is_dir():
         findings.append(
-            Origin(_rel(parent, root)).finding("generated-symlink", f"{_rel(parent, root)} is not a directory")
+            Origin(_rel(parent, root)).finding(
+                "generated-symlink", f"{_rel(parent, root)} is not a directory"
+            )
         )
         return findings
     with os.scandir(parent) as entries:
@@ -121,7 +123,8 @@ def confined_file(root: Path, rel: str) -> Finding | None:
         shown = _rel(here, root)
         if here.is_symlink():
             return Origin(shown).finding(
-                "generated-symlink", f"{shown} is a symlink; the pipeline reads and writes {rel} only as a real file"
+                "generated-symlink",
+                f"{shown} is a symlink; the pipeline reads and writes {rel} only as a real file",
             )
     if os.path.lexists(here) and not here.is_file():
         return Origin(rel).finding("generated-symlink", f"{rel} is not a regular file")
@@ -200,7 +203,9 @@ def _pending() -> bool:
     return hasattr(signal, "sigpending") and bool(signal.sigpending() & _SIGNALS)
 
 
-def write_trees(root: Path, parent: Path, trees: Mapping[str, output.Tree], *, prune: bool = False) -> list[str]:
+def write_trees(
+    root: Path, parent: Path, trees: Mapping[str, output.Tree], *, prune: bool = False
+) -> list[str]:
     """Replace parent/<name> by each tree, all or none (module docstring); with `prune`, remove the
     cluster directories not in `trees`. Returns the names that changed (and were removed), plus
     nothing for leftovers, which are cleaned first. Raises PipelineError (nothing changed) for a

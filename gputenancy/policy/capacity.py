@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.inputs.hami import human
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy.catalog import Catalog
@@ -28,13 +29,8 @@ def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tu
     total: dict[tuple[str, str], Quantity] = {}
     for t in model.tenants_on(cluster.name):
         for fb in t.budget_for(cluster.name) or ():
-            for name, amount in fb.devices:
-                entry = catalog.classes.get(name)
-                if entry is not None:
-                    key = (fb.flavor, entry.resource)
-                    total[key] = total.get(key, parse(0)) + amount.nominal
-            for name, amount in fb.resources:
-                key = (fb.flavor, name)
+            for resource, amount in catalog.amounts(fb, cluster.name):
+                key = (fb.flavor, resource)
                 total[key] = total.get(key, parse(0)) + amount.nominal
     return total
 
@@ -50,6 +46,10 @@ def capacity_by_flavor(cluster: Cluster, catalog: Catalog) -> dict[tuple[str, st
                 out[key] = ((prev[0] + q) if prev else q, origin)
         for name, q, origin in cap.resources:
             out[(cap.flavor, name)] = (q, origin)
+        device = catalog.hami.get((cluster.name, cap.flavor))
+        if cap.hami is not None and device is not None:
+            for resource, q in zip(device.quota_names, cap.hami.totals(), strict=True):
+                out[(cap.flavor, resource)] = (q, cap.hami.origin)
     return out
 
 
@@ -60,24 +60,34 @@ def contributions(
     out: dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]] = defaultdict(list)
     for t in model.tenants_on(cluster.name):
         for fb in t.budget_for(cluster.name) or ():
-            for name, amount in fb.devices:
-                entry = catalog.classes.get(name)
-                if entry is not None:
-                    out[(fb.flavor, entry.resource)].append((t, amount.nominal, amount.origin))
-            for name, amount in fb.resources:
-                out[(fb.flavor, name)].append((t, amount.nominal, amount.origin))
+            for resource, amount in catalog.amounts(fb, cluster.name):
+                out[(fb.flavor, resource)].append((t, amount.nominal, amount.origin))
     return out
 
 
-def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5) -> str:
+def _units(cluster: Cluster, catalog: Catalog) -> dict[str, str]:
+    """HAMi quota names on the cluster, read in GiB and percent."""
+    out: dict[str, str] = {}
+    for (name, _), device in catalog.hami.items():
+        if name == cluster.name:
+            out.update({device.memory_quota: "MiB", device.cores_quota: "percent"})
+    return out
+
+
+def _shown(q: Quantity, unit: str) -> str:
+    return f"{q.canonical()} ({human(q, unit)})" if unit else q.canonical()
+
+
+def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5, unit: str = "") -> str:
     ranked = sorted(parts, key=lambda p: p[1], reverse=True)
-    shown = ", ".join(f"{t.name} {q.canonical()} at {o.path}:{o.line}" for t, q, o in ranked[:most])
+    shown = ", ".join(f"{t.name} {_shown(q, unit)} at {o.path}:{o.line}" for t, q, o in ranked[:most])
     return shown + (f" and {len(ranked) - most} more" if len(ranked) > most else "")
 
 
 def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Finding]:
     have = capacity_by_flavor(cluster, catalog)
     who = contributions(model, cluster, catalog)
+    units = _units(cluster, catalog)
     for (flavor, resource), used in sorted(usage_by_flavor(model, cluster, catalog).items()):
         cap = have.get((flavor, resource))
         if cap is None:
@@ -101,5 +111,5 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
                 cap[1].col,
                 sev,
                 "capacity",
-                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {used.canonical()} exceeds capacity {cap[0].canonical()} ({_who(who[(flavor, resource)])}){note}",
+                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {_shown(used, units.get(resource, ''))} exceeds capacity {_shown(cap[0], units.get(resource, ''))} ({_who(who[(flavor, resource)], unit=units.get(resource, ''))}){note}",
             )
