@@ -50,6 +50,25 @@ def _parser() -> argparse.ArgumentParser:
     common(sub.add_parser("render", help="write generated/<cluster>/"))
     common(sub.add_parser("check", help="exit 1 when generated/ differs from what render would write"))
     sub.add_parser("rules", help="print the documentation of every rule")
+    sc = sub.add_parser("schemas", help="Kueue release manifests (CRDs, install) for validation and plans")
+    fetch_p = sc.add_subparsers(dest="schemas_command", required=True).add_parser(
+        "fetch",
+        help="download the release manifests of every declared Kueue version, verified by schemas.lock",
+    )
+    fetch_p.add_argument(
+        "--update", action="store_true", help="download every version again, rewrite schemas.lock"
+    )
+    fetch_p.add_argument(
+        "--schemas",
+        type=Path,
+        default=None,
+        help="directory (default: $GPUTENANCY_SCHEMAS or .gputenancy-schemas)",
+    )
+    fetch_p.add_argument("--format", choices=report.FORMATS, default=None, help="findings format")
+    fetch_p.add_argument(
+        "--url",
+        help="URL template for this run ({version}), instead of kueueManifestsURL of base/platform.yaml",
+    )
     _plan_parsers(sub)
     pc = sub.add_parser("pr-comment", help="create or update the sticky plan comment on a pull request")
     pc.add_argument("--body-file", type=Path, required=True, help="Markdown body (e.g. plan.md)")
@@ -127,13 +146,19 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
     )
 
 
-def _schemas(arg: Path | None) -> Path | None:
+def _schemas(arg: Path | None, root: Path) -> Path | None:
+    """--schemas, else $GPUTENANCY_SCHEMAS, else .gputenancy-schemas/ of the repository when it exists."""
     import os
+
+    from gputenancy.versions import releases
 
     if arg is not None:
         return arg
     env = os.environ.get("GPUTENANCY_SCHEMAS")
-    return Path(env) if env else None
+    if env:
+        return Path(env)
+    default = root / releases.DEFAULT_DIR
+    return default if default.is_dir() else None
 
 
 def _print_findings(result_findings: Sequence[object], fmt: str | None, notes: Sequence[str] = ()) -> None:
@@ -312,7 +337,16 @@ def _main(args: argparse.Namespace) -> int:
                 return github.cmd_pr_comment(args.body_file, args.repo, args.pr, os.environ)
             return github.cmd_job_summary(args.body_file, os.environ)
         root = args.root.resolve()
-        schemas = _schemas(args.schemas)
+        if args.command == "schemas":
+            from gputenancy.deliver import fetch
+            from gputenancy.versions import releases
+
+            target = _schemas(args.schemas, root) or root / releases.DEFAULT_DIR
+            fmt = args.format or report.default_format()
+            return fetch.command(
+                root, target, update=args.update, fmt=fmt, url=args.url, emit=sys.stdout.write
+            )
+        schemas = _schemas(args.schemas, root)
         if args.command in ("plan", "publish"):
             return _plan_commands(args, root, schemas)
         if args.command == "validate":

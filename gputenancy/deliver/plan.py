@@ -78,6 +78,7 @@ class Plan:
     risks: tuple[Risk, ...]
     findings: tuple[Finding, ...]  # engine warnings, and errors when the plan is refused
     notes: tuple[str, ...] = ()
+    upgrades: tuple[Any, ...] = ()  # deliver.upgrade.Upgrade: kueue.version changes (planview adds them)
 
     @property
     def changed(self) -> bool:
