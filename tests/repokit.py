@@ -137,3 +137,28 @@ def write(
     for t in tenants:
         dump(root / "tenants" / f"{t['name']}.yaml", dict(t))
     return root
+
+
+def configuration(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The Kueue manager Configuration delivered in a cluster's objects: inside the Kueue install
+    Application, as the kustomize patch of its ConfigMap (install: manifests) or as Helm values."""
+    (app,) = [b for b in bodies if b.get("kind") == "Application"]
+    source = app["spec"]["source"]
+    if "kustomize" in source:
+        (patch,) = [
+            yaml.safe_load(p["patch"])
+            for p in source["kustomize"]["patches"]
+            if p["target"]["kind"] == "ConfigMap"
+        ]
+        (text,) = patch["data"].values()
+    else:
+        text = source["helm"]["valuesObject"]["managerConfig"]["controllerManagerConfigYaml"]
+    config: dict[str, Any] = yaml.safe_load(text)
+    return config
+
+
+def tree_configuration(tree: Mapping[str, bytes]) -> dict[str, Any]:
+    """configuration() of a generated/<cluster>/ tree."""
+    return configuration(
+        yaml.safe_load(data) for path, data in tree.items() if path.startswith("application/")
+    )

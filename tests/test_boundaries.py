@@ -258,8 +258,7 @@ def test_base_mappings_survive_the_merge(tmp_path: Path) -> None:
     )
     result = engine.run(root, cache=None)
     assert not result.failed, [f.format() for f in result.findings]
-    configmap = yaml.safe_load(result.clusters["c1"].tree["configmap/kueue-system/kueue-manager-config.yaml"])
-    config = yaml.safe_load(configmap["data"][kueueconfig.CONFIG_KEY])
+    config = s.tree_configuration(result.clusters["c1"].tree)
     assert config["resources"]["deviceClassMappings"] == [
         FPGA_MAPPING,
         {"name": "nvidia.com/gpu", "deviceClassNames": [s.GPU]},
@@ -304,8 +303,7 @@ def test_a_claim_on_a_class_only_claimed_is_mapped_and_rendered(tmp_path: Path) 
     assert not result.failed, [f.format() for f in result.findings]
     tree = result.clusters["c1"].tree
     assert f"deviceclass/{H100}.yaml" in tree
-    configmap = yaml.safe_load(tree["configmap/kueue-system/kueue-manager-config.yaml"])
-    config = yaml.safe_load(configmap["data"][kueueconfig.CONFIG_KEY])
+    config = s.tree_configuration(tree)
     assert config["resources"]["deviceClassMappings"] == [
         {"name": "nvidia.com/gpu", "deviceClassNames": [s.GPU, H100]}
     ]

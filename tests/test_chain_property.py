@@ -12,7 +12,7 @@ namespace points at. A claim the budget does not cover must be refused by `claim
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 from gputenancy import engine
 from gputenancy.inputs.spec import load_model
 from gputenancy.policy import rules
-from gputenancy.render import kueueconfig
 from gputenancy.render import manifests as render
 
 H100 = "h100.nvidia.com"
@@ -96,17 +95,15 @@ def _capacity(tenants: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"flavor": f, "devices": {c: 100 for c in classes}, "resources": s.POD_CAPACITY} for f in FLAVORS]
 
 
-def _config(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    (configmap,) = [b for b in bodies if b["kind"] == "ConfigMap"]
-    config: dict[str, Any] = yaml.safe_load(configmap["data"][kueueconfig.CONFIG_KEY])
-    return config
-
-
-def chain_breaks(bodies: list[Mapping[str, Any]], catalog: rules.Catalog) -> list[str]:
-    """Every way a claim of these objects fails to count against a quota."""
+def chain_breaks(
+    bodies: list[Mapping[str, Any]], catalog: rules.Catalog, config: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Every way a claim of these objects fails to count against a quota. `config`: the Kueue
+    Configuration, by default the one the objects deliver (in the Kueue install Application)."""
+    config = s.configuration(bodies) if config is None else config
     mapped = {
         name: m["name"]
-        for m in _config(bodies).get("resources", {}).get("deviceClassMappings", [])
+        for m in config.get("resources", {}).get("deviceClassMappings", [])
         for name in m["deviceClassNames"]
     }
     device_classes = {b["metadata"]["name"] for b in bodies if b["kind"] == "DeviceClass"}
@@ -203,14 +200,13 @@ def test_the_property_sees_a_broken_chain(tmp_path: Path) -> None:
     assert chain_breaks(bodies, catalog) == []
     no_class = [b for b in bodies if not (b["kind"] == "DeviceClass" and b["metadata"]["name"] == H100)]
     assert chain_breaks(no_class, catalog) == ["a-ns/one: no DeviceClass h100.nvidia.com"]
+    config = s.configuration(bodies)
+    for mapping in config["resources"]["deviceClassMappings"]:
+        mapping["deviceClassNames"] = [c for c in mapping["deviceClassNames"] if c != H100]
     for body in bodies:
-        if body["kind"] == "ConfigMap":
-            body["data"][kueueconfig.CONFIG_KEY] = body["data"][kueueconfig.CONFIG_KEY].replace(
-                f"- {H100}\n", ""
-            )
         if body["kind"] == "ClusterQueue":
             body["spec"]["resourceGroups"][0]["coveredResources"] = ["cpu"]
-    assert chain_breaks(bodies, catalog) == [
+    assert chain_breaks(bodies, catalog, config) == [
         "a-ns/one: class h100.nvidia.com mapped to None, not nvidia.com/gpu",
         "a-ns/one: ClusterQueue a does not cover nvidia.com/gpu",
     ]
