@@ -309,7 +309,7 @@ def _run(
     shard_size: int,
     workers: int | None,
 ) -> Result:
-    from gputenancy.check import configcheck
+    from gputenancy.check import configcheck, helmgates
 
     clock = _Clock()
     store = _open(root, cache)
@@ -338,16 +338,11 @@ def _run(
                 continue
             platform, config, cfg_findings = render_platform(model, c, catalog)
             findings.extend(cfg_findings)
-            gate_flag = (
-                c.install == "helm"
-                and c.helm is not None
-                and bool((c.helm.values.get("controllerManager") or {}).get("featureGates"))
+            gate_flag = helmgates.chart_passes_feature_gates(c)
+            checked = configcheck.check_configuration(
+                config.body, c.kueue_version, origin_of=config.origin_of, feature_gates_flag=gate_flag
             )
-            findings.extend(
-                configcheck.check_configuration(
-                    config.body, c.kueue_version, origin_of=config.origin_of, feature_gates_flag=gate_flag
-                )
-            )
+            findings.extend(helmgates.at_the_overlay(c, checked, config.origin_of))
             if c.install == "helm" and c.helm is not None and "managerConfig" in c.helm.values:
                 findings.append(
                     c.document.origin("kueue", "helm", "values", "managerConfig").finding(

@@ -6,7 +6,7 @@ import json
 import os
 from collections.abc import Sequence
 
-from gputenancy.findings import Finding, Severity
+from gputenancy.findings import Finding, Severity, ordered
 
 FORMATS = ("text", "github", "json")
 
@@ -30,7 +30,7 @@ def summary(findings: Sequence[Finding]) -> str:
 
 
 def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] = ()) -> str:
-    ordered = sorted(findings)
+    in_order = ordered(findings)
     if fmt == "json":
         return (
             json.dumps(
@@ -44,17 +44,17 @@ def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] 
                             "rule": f.rule,
                             "message": f.message,
                         }
-                        for f in ordered
+                        for f in in_order
                     ],
                     "notes": list(notes),
-                    "summary": summary(ordered),
+                    "summary": summary(in_order),
                 },
                 indent=2,
             )
             + "\n"
         )
     lines = []
-    for f in ordered:
+    for f in in_order:
         if fmt == "github":
             level = {"error": "error", "warning": "warning"}.get(f.severity.value, "notice")
             props = [f"file={_escape_prop(f.path)}"]
@@ -65,6 +65,6 @@ def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] 
         else:
             lines.append(f.format())
     lines.extend(f"note: {n}" for n in notes)
-    if ordered:
-        lines.append(summary(ordered))
+    if in_order:
+        lines.append(summary(in_order))
     return "\n".join(lines) + ("\n" if lines else "")

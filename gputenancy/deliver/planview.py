@@ -21,6 +21,7 @@ from gputenancy.deliver.plan import (
     show_value,
     value_change,
 )
+from gputenancy.findings import ordered
 from gputenancy.inputs.quantity import Quantity
 
 MAX_COMMENT = 65536
@@ -152,7 +153,7 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
             bar = _code(_bar(r.after, r.capacity)) if r.capacity else ""
             head.append(f"| {r.flavor} | {_md(r.resource)} | {_budget(r)} | {_q(r.capacity)} | {bar} |")
     if plan.findings:
-        head += ["", "### Findings", "", "```", *(f.format() for f in plan.findings), "```"]
+        head += ["", "### Findings", "", "```", *(f.format() for f in ordered(plan.findings)), "```"]
     blocks = [_details(o) for c in plan.clusters for o in c.objects]
     blocks += [f"- **{_OPS[f[0]]}** <b>{c.name}</b> file `{f[2:]}`\n" for c in plan.clusters for f in c.files]
     text = "\n".join(head) + "\n" + ("\n### Changes\n\n" if blocks else "")

@@ -7,7 +7,6 @@ this module turns schema errors into findings at the right line and builds immut
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import json
 from collections.abc import Iterable, Mapping
@@ -19,7 +18,7 @@ import jsonschema_rs
 
 from gputenancy.cache import Cache, Entries, digest, software
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
-from gputenancy.inputs import quantity
+from gputenancy.inputs import quantity, schemahints
 from gputenancy.inputs.source import CACHE_ENTRY, Document, discover, load
 
 if TYPE_CHECKING:
@@ -84,6 +83,7 @@ class Tenant:
     device_classes: tuple[DeviceClassEntry, ...]
     origin: Origin
     cohort_origin: Origin
+    cluster_origins: tuple[Origin, ...] = ()  # of each entry of `clusters`
 
     def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...] | None:
         return self.cluster_budgets.get(cluster, self.default_budget)
@@ -261,15 +261,9 @@ def check_schema(doc: Document, name: str, rule: str) -> list[Finding]:
     findings: list[Finding] = []
     for error in _validator(name).iter_errors(doc.data):
         path = tuple(error.absolute_path)
-        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            known = list(error.schema.get("properties", {}))
-            for key in error.instance:
-                if key in known:
-                    continue
-                hint = difflib.get_close_matches(str(key), known, n=1)
-                extra = f"; did you mean {hint[0]!r}?" if hint else f"; expected one of: {', '.join(known)}"
-                o = doc.key_origin(*path, key)
-                findings.append(o.finding(rule, f"unknown key {key!r} at {_dotted(path)}{extra}"))
+        explained = schemahints.explain(error, doc, rule, _dotted)
+        if explained is not None:
+            findings.extend(explained)
             continue
         o = doc.origin(*path)
         findings.append(o.finding(rule, f"{_dotted(path)}: {_describe(error)}"))
@@ -416,6 +410,7 @@ def build_tenant(doc: Document) -> Tenant:
         ),
         origin=doc.origin("name"),
         cohort_origin=doc.origin("cohort"),
+        cluster_origins=tuple(doc.origin("clusters", i) for i in range(len(d.get("clusters", ())))),
     )
     if c.findings:
         raise PipelineError(c.findings)

@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.hints import closest, did_you_mean
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import ClaimTemplate, Cluster, DeviceClassEntry, FlavorBudget, Model, Tenant
 
@@ -133,35 +134,40 @@ def namespace_owner(model: Model, catalog: Catalog) -> Iterator[Finding]:
 
 @rule("cluster-unknown")
 def cluster_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
-    """Clusters named by a tenant exist under overlays/.
+    """Clusters named by a tenant exist under overlays/. One finding per mistyped name, at the first place
+    that names it (the `clusters:` entry), listing the other places and what the typo leaves without a
+    budget.
 
     Passes: clusters: [prod] with overlays/prod/cluster.yaml.
     Fails: budgets.clusters.staging without overlays/staging.
     """
-    known = set(model.clusters)
+    known = sorted(model.clusters)
     for t in model.tenants:
-        for name in t.clusters or ():
-            if name not in known:
-                yield _err(
-                    t.origin,
-                    "cluster-unknown",
-                    f"tenant {t.name!r} names cluster {name!r}, which has no overlay (known: {', '.join(sorted(known))})",
-                )
+        places: dict[str, list[tuple[Origin, str]]] = defaultdict(list)
+        for i, name in enumerate(t.clusters or ()):
+            origin = t.cluster_origins[i] if i < len(t.cluster_origins) else t.origin
+            places[name].append((origin, "clusters"))
         for name, budget in t.cluster_budgets.items():
-            if name not in known and budget:
-                yield _err(
-                    budget[0].origin,
-                    "cluster-unknown",
-                    f"budget for unknown cluster {name!r} (known: {', '.join(sorted(known))})",
-                )
+            if budget:
+                places[name].append((budget[0].origin, f"budgets.clusters.{name}"))
         for ct in t.claim_templates:
             for name in ct.clusters or ():
-                if name not in known:
-                    yield _err(
-                        ct.origin,
-                        "cluster-unknown",
-                        f"claim template {ct.name!r} names unknown cluster {name!r}",
-                    )
+                places[name].append((ct.origin, f"claim template {ct.name!r}"))
+        for name, where in places.items():
+            if name in model.clusters:
+                continue
+            (first, what), others = where[0], where[1:]
+            guess = closest(name, known)
+            hint = f"; did you mean {guess!r}?" if guess else ""
+            if guess and t.placed_on(guess) and t.budget_for(guess) is None:
+                hint += f" (tenant {t.name!r} is placed on {guess!r} and has no budget there)"
+            also = ", ".join(f"{w} at line {o.line}" for o, w in others)
+            yield _err(
+                first,
+                "cluster-unknown",
+                f"{what} of tenant {t.name!r} names cluster {name!r}, which has no overlay (known: "
+                f"{', '.join(known)}){hint}" + (f"; also named by {also}" if also else ""),
+            )
 
 
 @rule("tenant-no-budget")
@@ -172,7 +178,10 @@ def tenant_no_budget(model: Model, catalog: Catalog) -> Iterator[Finding]:
     Fails: clusters: [lab, prod] with only budgets.clusters.lab.
     """
     for t in model.tenants:
+        mistyped = {closest(c, model.clusters) for c in t.cluster_budgets if c not in model.clusters}
         for name in t.clusters or ():
+            if name in mistyped:
+                continue  # cluster-unknown reports the budget under the mistyped name
             if name in model.clusters and t.budget_for(name) is None:
                 yield _err(
                     t.origin,
@@ -188,19 +197,21 @@ def flavor_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
     Passes: flavor: h100 on prod whose capacity lists h100.
     Fails: flavor: h100 on lab, whose capacity lists only t4.
     """
-    for _, cluster, fb in _budgets(model):
+    for t, cluster, fb in _budgets(model):
         if fb.flavor not in model.platform.flavors:
             yield _err(
                 fb.origin,
                 "flavor-unknown",
-                f"flavor {fb.flavor!r} is not defined in base/platform.yaml (known: {', '.join(sorted(model.platform.flavors))})",
+                f"flavor {fb.flavor!r} is not defined in base/platform.yaml (known: {', '.join(sorted(model.platform.flavors))})"
+                + did_you_mean(fb.flavor, model.platform.flavors),
             )
         elif fb.flavor not in {c.flavor for c in model.clusters[cluster].capacity}:
             offered = ", ".join(c.flavor for c in model.clusters[cluster].capacity)
             yield _err(
                 fb.origin,
                 "flavor-unknown",
-                f"flavor {fb.flavor!r} is not offered on cluster {cluster!r} (offered: {offered}); set budgets.clusters.{cluster}",
+                f"flavor {fb.flavor!r} is not offered on cluster {cluster!r} (offered: {offered}); set budgets.clusters.{cluster}"
+                + (" or take the cluster out of clusters:" if t.clusters else ""),
             )
     for c in model.clusters.values():
         for cap in c.capacity:
@@ -208,7 +219,8 @@ def flavor_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
                 yield _err(
                     cap.origin,
                     "flavor-unknown",
-                    f"capacity for flavor {cap.flavor!r}, which is not defined in base/platform.yaml",
+                    f"capacity for flavor {cap.flavor!r}, which is not defined in base/platform.yaml"
+                    + did_you_mean(cap.flavor, model.platform.flavors),
                 )
 
 
@@ -228,14 +240,16 @@ def device_class_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
                         yield _err(
                             amount.origin,
                             "device-class-unknown",
-                            f"device class {name!r} is not in the catalog (known: {known})",
+                            f"device class {name!r} is not in the catalog (known: {known})"
+                            + did_you_mean(name, catalog.classes),
                         )
         for ct in t.claim_templates:
             if ct.device_class not in catalog.classes:
                 yield _err(
                     ct.class_origin,
                     "device-class-unknown",
-                    f"claim template {ct.name!r}: device class {ct.device_class!r} is not in the catalog, so Kueue could not map it (known: {known})",
+                    f"claim template {ct.name!r}: device class {ct.device_class!r} is not in the catalog, so Kueue could not map it (known: {known})"
+                    + did_you_mean(ct.device_class, catalog.classes),
                 )
     for c in model.clusters.values():
         for cap in c.capacity:
@@ -244,7 +258,8 @@ def device_class_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
                     yield _err(
                         origin,
                         "device-class-unknown",
-                        f"capacity for device class {name!r}, which is not in the catalog",
+                        f"capacity for device class {name!r}, which is not in the catalog"
+                        + did_you_mean(name, catalog.classes),
                     )
 
 
@@ -379,7 +394,8 @@ def cohort_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
             yield _err(
                 t.cohort_origin,
                 "cohort-unknown",
-                f"cohort {t.cohort!r} is not defined in base/platform.yaml (known: {known})",
+                f"cohort {t.cohort!r} is not defined in base/platform.yaml (known: {known})"
+                + did_you_mean(t.cohort, model.platform.cohorts),
             )
 
 
@@ -427,7 +443,7 @@ def claim_scope(model: Model, catalog: Catalog) -> Iterator[Finding]:
                     )
             if t.clusters is not None:
                 for c in ct.clusters or ():
-                    if c not in t.clusters:
+                    if c not in t.clusters and c in model.clusters:  # else cluster-unknown
                         yield _err(
                             ct.origin,
                             "claim-scope",
@@ -530,39 +546,62 @@ def contributions(
     return out
 
 
-def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5) -> str:
+def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5, *, with_place: bool = True) -> str:
     ranked = sorted(parts, key=lambda p: p[1], reverse=True)
-    shown = ", ".join(f"{t.name} {q.canonical()} at {o.path}:{o.line}" for t, q, o in ranked[:most])
+    shown = ", ".join(
+        f"{t.name} {q.canonical()}" + (f" at {o.path}:{o.line}" if with_place else "")
+        for t, q, o in ranked[:most]
+    )
     return shown + (f" and {len(ranked) - most} more" if len(ranked) > most else "")
 
 
 def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Finding]:
+    """Over capacity: an error at every contributing tenant's amount line (where a pull request changes a
+    budget) and at the cluster's capacity line; with overcommit: true one warning at the capacity line."""
     have = capacity_by_flavor(cluster, catalog)
     who = contributions(model, cluster, catalog)
+    entries = {c.flavor: c.origin for c in cluster.capacity}
+    sev = Severity.WARNING if cluster.overcommit else Severity.ERROR
     for (flavor, resource), used in sorted(usage_by_flavor(model, cluster, catalog).items()):
+        if flavor not in entries or flavor not in model.platform.flavors:
+            continue  # flavor-unknown reports the budget at its flavor line
         cap = have.get((flavor, resource))
+        parts = who[(flavor, resource)]
         if cap is None:
-            yield Finding(
-                cluster.path,
-                cluster.origin.line,
-                cluster.origin.col,
-                Severity.WARNING if cluster.overcommit else Severity.ERROR,
+            entry = entries[flavor]
+            where = f"{entry.path}:{entry.line}"
+            for t, q, o in parts:
+                yield o.finding(
+                    "capacity",
+                    f"tenant {t.name!r} budgets {q.canonical()} {resource} on flavor {flavor!r}, but cluster "
+                    f"{cluster.name!r} declares no capacity for {resource} there ({where}); add it to the "
+                    "capacity or drop it from the budget",
+                    sev,
+                )
+            yield entry.finding(
                 "capacity",
-                f"tenants budget {used.canonical()} {resource} on flavor {flavor!r}, but cluster {cluster.name!r} declares no capacity for it",
+                f"tenants budget {used.canonical()} {resource} on flavor {flavor!r}, but cluster {cluster.name!r} "
+                f"declares no capacity for it ({_who(parts)})",
+                sev,
             )
             continue
         if used > cap[0]:
-            sev = Severity.WARNING if cluster.overcommit else Severity.ERROR
             note = (
                 " (overcommit allowed)" if cluster.overcommit else "; lower a budget or set overcommit: true"
             )
-            yield Finding(
-                cap[1].path,
-                cap[1].line,
-                cap[1].col,
-                sev,
+            total = f"{used.canonical()} exceeds capacity {cap[0].canonical()}"
+            if not cluster.overcommit:
+                for t, q, o in parts:
+                    yield o.finding(
+                        "capacity",
+                        f"{t.name}'s nominal {q.canonical()} {resource} on flavor {flavor!r} counts toward "
+                        f"cluster {cluster.name!r}, where the tenants' total {total} "
+                        f"({cap[1].path}:{cap[1].line}; {_who(parts, with_place=False)}){note}",
+                    )
+            yield cap[1].finding(
                 "capacity",
-                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {used.canonical()} exceeds capacity {cap[0].canonical()} ({_who(who[(flavor, resource)])}){note}",
+                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {total} ({_who(parts)}){note}",
+                sev,
             )
 
 
