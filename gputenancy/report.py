@@ -29,7 +29,19 @@ def summary(findings: Sequence[Finding]) -> str:
     return f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}"
 
 
-def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] = ()) -> str:
+_PAINT = {"error": "\033[1;31m", "warning": "\033[33m", "note": "\033[36m"}
+
+
+def _painted(f: Finding) -> str:
+    """`path:line:col` bold, the severity in its colour, the rule dim."""
+    where = f.path + (f":{f.line}:{max(f.col, 1)}" if f.line else "")
+    sev = f.severity.value
+    return f"\033[1m{where}\033[0m: {_PAINT.get(sev, '')}{sev}\033[0m: {f.message} \033[2m({f.rule})\033[0m"
+
+
+def format_findings(
+    findings: Sequence[Finding], fmt: str, notes: Sequence[str] = (), *, color: bool = False
+) -> str:
     in_order = ordered(findings)
     if fmt == "json":
         return (
@@ -63,7 +75,7 @@ def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] 
             props.append(f"title={_escape_prop(f.rule)}")
             lines.append(f"::{level} {','.join(props)}::{_escape_data(f.message)}")
         else:
-            lines.append(f.format())
+            lines.append(_painted(f) if color else f.format())
     lines.extend(f"note: {n}" for n in notes)
     if in_order:
         lines.append(summary(in_order))

@@ -139,10 +139,14 @@ def test_no_kustomize_is_a_clear_error(
     assert "neither `kustomize` nor `kubectl` is on PATH" in capsys.readouterr().out
 
 
-def test_rules_command_documents_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
+def test_rules_command_lists_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules"]) == 0
     out = capsys.readouterr().out
-    assert "### `capacity`" in out and "Fails:" in out
+    for rule_id in ("capacity", "source-syntax", "tenant-schema", "quantity", "kueue-feature-gate-conflict"):
+        assert f"  {rule_id} " in out, rule_id
+    assert main(["rules", "capacity"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("capacity (model)") and "Fails:" in out and "Passes:" in out
 
 
 def test_large_trees_are_written_and_replaced_whole(tmp_path: Path) -> None:

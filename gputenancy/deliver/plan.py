@@ -21,6 +21,7 @@ import yaml
 
 from gputenancy import engine, fastyaml
 from gputenancy.build import output
+from gputenancy.deliver import budgets
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.objects import ObjectKey, key_of, to_yaml
@@ -123,6 +124,7 @@ class Plan:
     risks: tuple[Risk, ...]
     findings: tuple[Finding, ...]  # engine warnings, and errors when the plan is refused
     notes: tuple[str, ...] = ()
+    grants: tuple[budgets.Grant, ...] = ()  # the effective budgets of the tenants the plan changes
 
     @property
     def changed(self) -> bool:
@@ -514,7 +516,8 @@ def build(
         if f.rule == "capacity":
             m = re.search(r"cluster '([^']+)'", f.message)
             risks.append(Risk(m.group(1) if m else "", "capacity-overcommitted", "", f.message))
-    return Plan(label, tuple(clusters), tuple(risks), tuple(sorted(findings)), tuple(result.notes))
+    grants = budgets.grants_for(result.model, {c.name: c.tenants for c in clusters})
+    return Plan(label, tuple(clusters), tuple(risks), tuple(sorted(findings)), tuple(result.notes), grants)
 
 
 def read_against(root: Path, against: str | None) -> tuple[dict[str, dict[str, bytes]], str]:
