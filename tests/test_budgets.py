@@ -70,9 +70,7 @@ def test_budgets_text_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixture
     assert text.startswith("prod:\n") and "lab:" not in text
     assert "  h100 nvidia.com/gpu: nominal 16 of capacity 16, headroom 0" in text
     assert "    vision: nominal 8, borrowing 4, lending 4; reaches 12" in text
-    assert (
-        "    speech: nominal 2, borrowing unlimited (cohort research)" not in text
-    )  # speech has a limit on h100
+    assert "    speech: nominal 2, borrowing 2, lending all (2); reaches 4" in text
     assert "borrowing unlimited (cohort research)" in text
     assert main(["--root", str(root), "budgets", "--format", "markdown"]) == 0
     md = capsys.readouterr().out
