@@ -22,6 +22,7 @@ import yaml
 from gputenancy import engine, fastyaml
 from gputenancy.build import output
 from gputenancy.deliver import budgets
+from gputenancy.deliver import risks as more_risks
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.objects import ObjectKey, key_of, to_yaml
@@ -81,7 +82,7 @@ class ObjectChange:
 @dataclasses.dataclass(frozen=True)
 class Risk:
     """risk: queue-deleted | localqueue-replaced | claim-template-replaced | kueue-config-changed |
-    capacity-overcommitted"""
+    capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py)"""
 
     cluster: str
     risk: str
@@ -510,7 +511,9 @@ def build(
         clusters.append(
             ClusterPlan(name, tuple(objects), tuple(files), tuple(capacity_rows(result, name, cqs)))
         )
-        risks += _risks(name, objects, olds, cqs)
+        extra, replaced = more_risks.more(name, objects, olds)
+        risks += [r for r in _risks(name, objects, olds, cqs) if r.subject not in replaced]
+        risks += [Risk(name, *r) for r in extra]
         findings += [] if allow_delete else _refusals(name, objects, olds)
     for f in result.findings:
         if f.rule == "capacity":
