@@ -99,3 +99,26 @@ def test_a_removed_tenant_still_says_drain_first(tmp_path: Path, capsys: pytest.
     subjects = {r["subject"] for r in risks(doc, "queue-deleted")}
     assert {"ClusterQueue speech", "LocalQueue speech/speech"} <= subjects
     assert risks(doc, "namespace-removed") == [] and risks(doc, "localqueue-renamed") == []
+
+
+@pytest.mark.parametrize("keep_queue_name", [True, False])
+def test_a_renamed_tenant_replaces_its_cluster_queue(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], keep_queue_name: bool
+) -> None:
+    root = trees.example(tmp_path)
+    body = trees.read(root, "tenants/speech.yaml")
+    body.update(
+        name="voice", owners=["@acme/voice"], **({"localQueueName": "speech"} if keep_queue_name else {})
+    )
+    trees.write(root, "tenants/voice.yaml", body)
+    (root / "tenants/speech.yaml").unlink()
+    assert main(["--root", str(root), "plan", "--format", "json", "--allow-delete"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    (replaced,) = risks(doc, "clusterqueue-replaced")
+    assert replaced["subject"] == "ClusterQueue speech"
+    assert "replaced by voice (LocalQueues in speech move to it)" in replaced["message"]
+    assert "kueue.x-k8s.io/resource-in-use finalizer" in replaced["message"]
+    if keep_queue_name:
+        assert [r["subject"] for r in risks(doc, "localqueue-replaced")] == ["LocalQueue speech/speech"]
+    else:
+        assert [r["subject"] for r in risks(doc, "localqueue-renamed")] == ["LocalQueue speech/speech"]

@@ -9,7 +9,12 @@ workloads already on the cluster.
 - `namespace-removed`: a namespace loses its LocalQueue while the tenant stays: jobs there labelled
   `kueue.x-k8s.io/queue-name: <queue>` are no longer admitted.
 
-Both of the last two replace the generic `queue-deleted` risk of that LocalQueue. The functions take
+- `clusterqueue-replaced`: a ClusterQueue is deleted and another created, and LocalQueues move from the
+  old one to the new one (a tenant renamed): the old queue stays Terminating, held by its
+  `kueue.x-k8s.io/resource-in-use` finalizer, while its admitted workloads still use its quota, and the
+  new one starts with none of its usage or fair-sharing history.
+
+`localqueue-renamed` and `namespace-removed` replace the generic `queue-deleted` risk of that LocalQueue. The functions take
 the plan's ObjectChange records and return (risk, subject, message) triples, so this module does not
 import the plan.
 """
@@ -56,6 +61,29 @@ def more(
             removed_lq[o.key.namespace].append(o)
         if o.key.kind == "LocalQueue" and o.action == "added":
             added_lq[o.key.namespace].append(o)
+    added_cq = {o.key.name for o in objects if o.key.kind == "ClusterQueue" and o.action == "added"}
+    moves: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for o in objects:
+        for c in o.changes if o.key.kind == "LocalQueue" else ():
+            if c.path == ("spec", "clusterQueue") and c.old in removed_cq and c.new in added_cq:
+                moves[(str(c.old), str(c.new))].append(o.key.namespace)
+    for ns, gone in removed_lq.items():  # renamed with the tenant: LocalQueues named after their queue
+        for o in gone:
+            old = str(_spec(olds.get(o.key)).get("clusterQueue", ""))
+            for a in added_lq.get(ns, ()):
+                if old in removed_cq and a.key.name in added_cq:
+                    moves[(old, a.key.name)].append(ns)
+    for (old, new), namespaces in sorted(moves.items()):
+        out.append(
+            (
+                "clusterqueue-replaced",
+                f"ClusterQueue {old}",
+                f"ClusterQueue {old} is replaced by {new} (LocalQueues in {', '.join(sorted(namespaces))} move "
+                f"to it): {old} stays Terminating, held by its kueue.x-k8s.io/resource-in-use finalizer, "
+                f"while workloads it admitted still use its quota; {new} starts with no usage or fair-sharing "
+                "history",
+            )
+        )
     for ns, gone in sorted(removed_lq.items()):
         for o in gone:
             subject = o.title.removeprefix(f"{cluster} ")
