@@ -14,7 +14,7 @@ import pytest
 import trees
 import yaml
 
-from gputenancy.check.validate import json_schema
+from gputenancy.check.crdschema import json_schema
 from gputenancy.cli import main
 from gputenancy.deliver import appset
 from gputenancy.inputs import spec

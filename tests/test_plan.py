@@ -13,7 +13,8 @@ import trees
 import yaml
 
 from gputenancy.cli import main
-from gputenancy.deliver import plan, planview
+from gputenancy.deliver import objectdiff, plan, planview
+from gputenancy.findings import PipelineError
 from gputenancy.objects import ObjectKey
 
 VISION_8 = "gpu.nvidia.com: {nominal: 8, borrowingLimit: 4, lendingLimit: 4}"
@@ -210,10 +211,10 @@ def test_objects_are_matched_by_identity_not_path(tmp_path: Path, capsys: pytest
 def test_identical_files_are_not_parsed(tmp_path: Path) -> None:
     """Bytes first: an identical file is equal even if it would not parse."""
     broken = {"x.yaml": b"a: [unclosed\n"}
-    objects, files, _ = plan.compare("prod", broken, dict(broken))
+    objects, files, _ = objectdiff.compare("prod", broken, dict(broken))
     assert objects == [] and files == []
-    with pytest.raises(plan.PipelineError):
-        plan.compare("prod", {"x.yaml": b"a: 1\n"}, broken)
+    with pytest.raises(PipelineError):
+        objectdiff.compare("prod", {"x.yaml": b"a: 1\n"}, broken)
 
 
 def test_named_lists_by_name_and_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -382,21 +383,26 @@ def test_removal_allowed_after_drain(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def _big_plan(n: int) -> plan.Plan:
-    def change(i: int) -> plan.ObjectChange:
+    def change(i: int) -> objectdiff.ObjectChange:
         path = (
             "spec",
             "resourceGroups",
             0,
             "flavors",
-            plan.Named("h100"),
+            objectdiff.Named("h100"),
             "resources",
-            plan.Named("cpu"),
+            objectdiff.Named("cpu"),
             "nominalQuota",
         )
-        c = plan.Change(
-            "changed", path, plan.field_path(path), plan.describe("ClusterQueue", path), str(i), str(i + 1)
+        c = objectdiff.Change(
+            "changed",
+            path,
+            objectdiff.field_path(path),
+            objectdiff.describe("ClusterQueue", path),
+            str(i),
+            str(i + 1),
         )
-        return plan.ObjectChange(
+        return objectdiff.ObjectChange(
             "prod",
             "changed",
             ObjectKey("kueue.x-k8s.io", "ClusterQueue", "", f"team-{i:05d}"),

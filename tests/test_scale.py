@@ -23,6 +23,7 @@ import yaml
 from bench import fleet
 from gputenancy import cache, cli, engine, fastyaml, objects
 from gputenancy.build import kustomize as build
+from gputenancy.findings import Origin
 from gputenancy.inputs import spec
 
 TENANTS = 70
@@ -200,7 +201,7 @@ def test_cache_key_covers_every_field_of_the_tenant_record() -> None:
                 walk(arg)
 
     walk(spec.Tenant)
-    assert {spec.Tenant, spec.FlavorBudget, spec.Amount, spec.ClaimTemplate, spec.Origin} <= seen
+    assert {spec.Tenant, spec.FlavorBudget, spec.Amount, spec.ClaimTemplate, Origin} <= seen
 
 
 def _types(hint: Any) -> list[type]:

@@ -11,14 +11,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from gputenancy.check import validate
-from gputenancy.check.validate import (
-    ValidationReport,
-    format_path,
-    json_schema,
-    unsupported_cel_rules,
-    validate_objects,
-)
+from gputenancy.check import crds as crd_files
+from gputenancy.check.checkrun import format_path
+from gputenancy.check.crdschema import json_schema, unsupported_cel_rules
+from gputenancy.check.validate import ValidationReport, validate_objects
 from gputenancy.findings import Finding, Origin, Severity
 from gputenancy.objects import FieldPath, RenderedObject
 
@@ -794,8 +790,8 @@ def test_crd_files_are_parsed_when_first_needed_and_give_what_a_full_parse_gives
     directory = crds(shared, version)
     full: dict[tuple[str, str], Any] = {}
     for file in sorted(directory.glob("*.yaml")):
-        full.update(validate._read_crds(file))
-    lazy = validate._CrdDirectory(directory)
+        full.update(crd_files.read_crds(file))
+    lazy = crd_files.CrdDirectory(directory)
     assert ("kueue.x-k8s.io", "Workload") in full
     assert lazy[("kueue.x-k8s.io", "ClusterQueue")] == full[("kueue.x-k8s.io", "ClusterQueue")]
     assert len(lazy._parsed) == 1  # the Workload CRD (1.4 MB) was not read
@@ -808,7 +804,7 @@ def test_a_crd_directory_that_is_not_one_crd_per_file_is_parsed_whole(shared: Pa
     queues = (source / "kueue.x-k8s.io_clusterqueues.yaml").read_text()
     flavors = (source / "kueue.x-k8s.io_resourceflavors.yaml").read_text()
     (tmp_path / "both.yaml").write_text(queues + "\n---\n" + flavors)
-    lazy = validate._CrdDirectory(tmp_path)
+    lazy = crd_files.CrdDirectory(tmp_path)
     assert set(lazy) == {("kueue.x-k8s.io", "ClusterQueue"), ("kueue.x-k8s.io", "ResourceFlavor")}
     # names written in flow style: not the usual layout, parsed whole
     (tmp_path / "both.yaml").unlink()
@@ -817,8 +813,8 @@ def test_a_crd_directory_that_is_not_one_crd_per_file_is_parsed_whole(shared: Pa
     )
     assert flow != queues
     (tmp_path / "a.yaml").write_text(flow)
-    assert validate._guess(flow) is None
-    lazy = validate._CrdDirectory(tmp_path)
+    assert crd_files.guess_kind(flow) is None
+    lazy = crd_files.CrdDirectory(tmp_path)
     assert lazy._parsed == {tmp_path / "a.yaml"}
 
 
@@ -828,14 +824,14 @@ def test_a_crd_file_that_holds_another_kind_than_its_text_says_is_parsed_whole(
     for name in ("clusterqueues", "cohorts"):
         shutil.copyfile(crds(shared) / f"kueue.x-k8s.io_{name}.yaml", tmp_path / f"{name}.yaml")
     swapped = {"ClusterQueue": "Cohort", "Cohort": "ClusterQueue"}
-    real_guess = validate._guess
+    real_guess = crd_files.guess_kind
 
     def misread(text: str) -> tuple[str, str] | None:
         found = real_guess(text)
         return (found[0], swapped[found[1]]) if found else None
 
-    monkeypatch.setattr(validate, "_guess", misread)
-    lazy = validate._CrdDirectory(tmp_path)
+    monkeypatch.setattr(crd_files, "guess_kind", misread)
+    lazy = crd_files.CrdDirectory(tmp_path)
     assert lazy[("kueue.x-k8s.io", "Cohort")].source == "cohorts.yaml"
     assert lazy._where is None  # found out, and parsed whole
     assert set(lazy) == {("kueue.x-k8s.io", "ClusterQueue"), ("kueue.x-k8s.io", "Cohort")}

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gputenancy.check import validate
+from gputenancy.check import crdschema
 from gputenancy.check.validate import ValidationReport, validate_objects
 from gputenancy.findings import Origin
 from gputenancy.objects import RenderedObject
@@ -107,7 +107,7 @@ def test_repeated_objects_get_the_findings_of_objects_checked_afresh(shared: Pat
 
 
 def test_reused_cel_results_are_those_of_the_program() -> None:
-    rule = validate._cel_rule({"rule": "self.a == 1 && size(self.b) > 0"})
+    rule = crdschema.cel_rule({"rule": "self.a == 1 && size(self.b) > 0"})
     assert rule.program is not None
     values: list[Any] = [{"a": 1, "b": "x"}, {"a": True, "b": "x"}, {"a": 1.0, "b": "x"}, {"a": "1", "b": ""}]
     values += [

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputenancy.check import dra, webhooks
+from gputenancy.check.admission import Problem
 from gputenancy.check.webhooks import RULES
 
 Body = dict[str, Any]
@@ -509,7 +510,7 @@ CASES: dict[str, Case] = {
 _BY_ID = {r.id: r for r in RULES}
 
 
-def _run(rule_id: str, body: Body) -> list[dra.Problem]:
+def _run(rule_id: str, body: Body) -> list[Problem]:
     return list(_BY_ID[rule_id].check(body))
 
 

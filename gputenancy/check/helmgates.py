@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 
-from gputenancy.check.configcheck import RULE_GATE_CONFLICT
+from gputenancy.check.configcontext import RULE_GATE_CONFLICT
 from gputenancy.findings import Finding, Origin
 from gputenancy.inputs.spec import Cluster
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import Amount, Model, Tenant
-from gputenancy.policy import rules
+from gputenancy.policy import capacity as policy_capacity
+from gputenancy.policy.catalog import Catalog, effective_catalog
 
 FORMATS = ("text", "markdown", "json")
 ZERO = parse(0)
@@ -84,9 +85,7 @@ def _root(model: Model, cohort: str) -> str:
     return cohort
 
 
-def _amounts(
-    model: Model, tenant: Tenant, cluster: str, catalog: rules.Catalog
-) -> dict[tuple[str, str], Amount]:
+def _amounts(model: Model, tenant: Tenant, cluster: str, catalog: Catalog) -> dict[tuple[str, str], Amount]:
     out: dict[tuple[str, str], Amount] = {}
     for fb in tenant.budget_for(cluster) or ():
         for name, amount in fb.devices:
@@ -100,11 +99,11 @@ def _amounts(
 
 def pools(model: Model, clusters: Iterable[str] | None = None) -> list[Pool]:
     """Every (cluster, flavor, resource) with capacity or budgets, its grants sorted by tenant."""
-    catalog = rules.effective_catalog(model)
+    catalog = effective_catalog(model)
     out: list[Pool] = []
     for name in sorted(model.clusters if clusters is None else clusters):
         cluster = model.clusters[name]
-        capacity = {k: q for k, (q, _) in rules.capacity_by_flavor(cluster, catalog).items()}
+        capacity = {k: q for k, (q, _) in policy_capacity.capacity_by_flavor(cluster, catalog).items()}
         amounts = {t.name: _amounts(model, t, name, catalog) for t in model.tenants_on(name)}
         tenants = {t.name: t for t in model.tenants_on(name)}
         # what each cohort tree can lend, per (flavor, resource), and what each tenant adds to it

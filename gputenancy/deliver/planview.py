@@ -11,12 +11,11 @@ from typing import Any
 
 from gputenancy import report
 from gputenancy.deliver import budgets
+from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (
     ACTIONS,
     CapacityRow,
-    Change,
     ClusterPlan,
-    ObjectChange,
     Plan,
     make,
     show_value,

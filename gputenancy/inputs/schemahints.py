@@ -16,7 +16,7 @@ from gputenancy.hints import closest
 if TYPE_CHECKING:  # jsonschema is imported only when a file is invalid
     import jsonschema
 
-    from gputenancy.inputs.source import Document
+    from gputenancy.inputs.document import Document
 
 
 def _unknown_keys(

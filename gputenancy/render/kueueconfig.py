@@ -16,7 +16,7 @@ import yaml
 from gputenancy.findings import Finding, Origin
 from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.objects import FieldPath, longest_origin
-from gputenancy.policy.rules import Catalog, classes_used
+from gputenancy.policy.catalog import Catalog, classes_used
 
 CONFIG_KEY = "controller_manager_config.yaml"
 CONFIGMAP_NAME = "kueue-manager-config"

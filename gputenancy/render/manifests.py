@@ -21,7 +21,7 @@ from gputenancy import fastyaml
 from gputenancy.findings import Finding, Origin, PipelineError
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.objects import FieldPath, RenderedObject
-from gputenancy.policy.rules import Catalog, claims_on, classes_used, covered_resources
+from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources
 from gputenancy.render import kueueconfig
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}

@@ -1,0 +1,314 @@
+"""Per-kind record builders: a schema-valid tenant, platform or cluster file to its record, with defaults
+applied, quantities parsed and every problem of the file collected as findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.inputs import quantity
+from gputenancy.inputs.document import Document
+from gputenancy.inputs.records import (
+    DEFAULT_KUEUE_NAMESPACE,
+    Amount,
+    ArgoCD,
+    Capacity,
+    ClaimTemplate,
+    Cluster,
+    Cohort,
+    Destination,
+    DeviceClassEntry,
+    Flavor,
+    FlavorBudget,
+    HelmInstall,
+    Platform,
+    Tenant,
+)
+from gputenancy.inputs.schemacheck import dotted
+
+
+class _Collector:
+    """Accumulates findings while records are built, so one run reports everything."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def add(self, origin: Origin, rule: str, message: str) -> None:
+        self.findings.append(origin.finding(rule, message))
+
+    def quantity(
+        self, doc: Document, path: tuple[str | int, ...], value: Any, rule: str
+    ) -> quantity.Quantity:
+        try:
+            if isinstance(value, str) and not any(ch.isdigit() for ch in value):
+                raise quantity.QuantityError(
+                    f'{value!r} is not a Kubernetes quantity (no digits); write a number such as 4, "500m" or 256Gi'
+                )
+            q = quantity.parse(value)
+        except quantity.QuantityError as exc:
+            self.add(doc.origin(*path), rule, f"{dotted(path)}: {exc}")
+            return quantity.parse(0)
+        if q.is_negative():
+            self.add(doc.origin(*path), rule, f"{dotted(path)}: must not be negative, got {value!r}")
+        return q
+
+
+def _amount(c: _Collector, doc: Document, path: tuple[str | int, ...], raw: Any, device: bool) -> Amount:
+    fields = raw if isinstance(raw, dict) else {"nominal": raw}
+    values: dict[str, quantity.Quantity | None] = {}
+    origins: dict[str, Origin] = {}
+    for key in ("nominal", "borrowingLimit", "lendingLimit"):
+        if key not in fields:
+            values[key] = None
+            continue
+        sub = (*path, key) if isinstance(raw, dict) else path
+        origins[key] = doc.key_origin(*sub)
+        q = c.quantity(doc, sub, fields[key], "quantity")
+        if device and not q.is_integer():
+            c.add(
+                doc.origin(*sub),
+                "quantity",
+                f"{dotted(sub)}: device counts must be whole numbers, got {fields[key]!r}",
+            )
+        values[key] = q
+    nominal = values["nominal"]
+    assert nominal is not None
+    return Amount(nominal, values["borrowingLimit"], values["lendingLimit"], doc.key_origin(*path), origins)
+
+
+def _budgets(
+    c: _Collector, doc: Document, path: tuple[str | int, ...], raw: list[Any]
+) -> tuple[FlavorBudget, ...]:
+    out = []
+    for i, item in enumerate(raw):
+        p = (*path, i)
+        devices = tuple(
+            (name, _amount(c, doc, (*p, "devices", name), amt, True))
+            for name, amt in item.get("devices", {}).items()
+        )
+        res = tuple(
+            (name, _amount(c, doc, (*p, "resources", name), amt, False))
+            for name, amt in item.get("resources", {}).items()
+        )
+        if not devices and not res:
+            c.add(doc.origin(*p), "budget-empty", f"{dotted(p)}: a flavor budget needs devices or resources")
+        out.append(FlavorBudget(item["flavor"], devices, res, doc.origin(*p, "flavor")))
+    return tuple(out)
+
+
+def build_tenant(doc: Document) -> Tenant:
+    c = _Collector()
+    d = doc.data
+    stem = Path(doc.path).stem
+    if d["name"] != stem:
+        c.add(
+            doc.origin("name"),
+            "tenant-name-file",
+            f"tenant name {d['name']!r} must equal the file name {stem!r} (one file per tenant; renaming a "
+            "tenant means renaming its file)",
+        )
+    budgets = d["budgets"]
+    default = _budgets(c, doc, ("budgets", "default"), budgets["default"]) if "default" in budgets else None
+    per_cluster = {
+        name: _budgets(c, doc, ("budgets", "clusters", name), raw)
+        for name, raw in budgets.get("clusters", {}).items()
+    }
+    claims = []
+    for i, raw in enumerate(d.get("claimTemplates", [])):
+        claims.append(
+            ClaimTemplate(
+                name=raw["name"],
+                device_class=raw["deviceClass"],
+                count=int(raw.get("count", 1)),
+                selectors=tuple(raw.get("selectors", ())),
+                namespaces=tuple(raw["namespaces"]) if "namespaces" in raw else None,
+                clusters=tuple(raw["clusters"]) if "clusters" in raw else None,
+                origin=doc.origin("claimTemplates", i),
+                class_origin=doc.origin("claimTemplates", i, "deviceClass"),
+                selector_origins=tuple(
+                    doc.origin("claimTemplates", i, "selectors", j)
+                    for j in range(len(raw.get("selectors", ())))
+                ),
+            )
+        )
+    weight = None
+    if "fairSharingWeight" in d:
+        weight = c.quantity(doc, ("fairSharingWeight",), d["fairSharingWeight"], "quantity")
+    tenant = Tenant(
+        name=d["name"],
+        path=doc.path,
+        owners=tuple(d["owners"]),
+        state=d.get("state", "active"),
+        clusters=tuple(d["clusters"]) if "clusters" in d else None,
+        namespaces=tuple((ns, doc.origin("namespaces", i)) for i, ns in enumerate(d["namespaces"])),
+        local_queue=d.get("localQueueName", d["name"]),
+        cohort=d.get("cohort"),
+        fair_sharing_weight=weight,
+        preemption=d.get("preemption", "none"),
+        queueing_strategy=d.get("queueingStrategy", "BestEffortFIFO"),
+        default_budget=default,
+        cluster_budgets=per_cluster,
+        claim_templates=tuple(claims),
+        device_classes=tuple(
+            DeviceClassEntry(
+                raw["name"], raw["resource"], tuple(raw.get("selectors", ())), doc.origin("deviceClasses", i)
+            )
+            for i, raw in enumerate(d.get("deviceClasses", []))
+        ),
+        origin=doc.origin("name"),
+        cohort_origin=doc.origin("cohort"),
+        cluster_origins=tuple(doc.origin("clusters", i) for i in range(len(d.get("clusters", ())))),
+    )
+    if c.findings:
+        raise PipelineError(c.findings)
+    return tenant
+
+
+def build_platform(doc: Document, kueue_config: Document) -> Platform:
+    c = _Collector()
+    d = doc.data
+    classes: dict[str, DeviceClassEntry] = {}
+    for i, raw in enumerate(d["deviceClasses"]):
+        entry = DeviceClassEntry(
+            raw["name"], raw["resource"], tuple(raw.get("selectors", ())), doc.origin("deviceClasses", i)
+        )
+        if entry.name in classes:
+            first = classes[entry.name].origin
+            c.add(
+                entry.origin,
+                "catalog-duplicate",
+                f"device class {entry.name!r} is already listed at line {first.line}",
+            )
+        classes.setdefault(entry.name, entry)
+    flavors: dict[str, Flavor] = {}
+    for i, raw in enumerate(d["flavors"]):
+        fl = Flavor(
+            raw["name"],
+            dict(raw.get("nodeLabels", {})),
+            tuple(raw.get("nodeTaints", ())),
+            tuple(raw.get("tolerations", ())),
+            doc.origin("flavors", i),
+        )
+        if fl.name in flavors:
+            c.add(
+                fl.origin,
+                "catalog-duplicate",
+                f"flavor {fl.name!r} is already listed at line {flavors[fl.name].origin.line}",
+            )
+        flavors.setdefault(fl.name, fl)
+    cohorts: dict[str, Cohort] = {}
+    for i, raw in enumerate(d.get("cohorts", [])):
+        w = None
+        if "fairSharingWeight" in raw:
+            w = c.quantity(doc, ("cohorts", i, "fairSharingWeight"), raw["fairSharingWeight"], "quantity")
+        co = Cohort(raw["name"], raw.get("parent"), w, doc.origin("cohorts", i))
+        if co.name in cohorts:
+            c.add(
+                co.origin,
+                "catalog-duplicate",
+                f"cohort {co.name!r} is already listed at line {cohorts[co.name].origin.line}",
+            )
+        cohorts.setdefault(co.name, co)
+    for co in cohorts.values():
+        if co.parent is not None and co.parent not in cohorts:
+            c.add(
+                co.origin,
+                "cohort-unknown",
+                f"cohort {co.name!r} has parent {co.parent!r}, which is not defined",
+            )
+    if c.findings:
+        raise PipelineError(c.findings)
+    argocd = None
+    if "argocd" in d:
+        a = d["argocd"]
+        argocd = ArgoCD(
+            repo_url=a["repoURL"],
+            target_revision=a.get("targetRevision", "HEAD"),
+            project=a.get("project", "default"),
+            namespace=a.get("namespace", "argocd"),
+            path=a.get("path", "generated").strip("/"),
+            origin=doc.key_origin("argocd"),
+        )
+    return Platform(doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd)
+
+
+def build_cluster(doc: Document, directory: str) -> Cluster:
+    c = _Collector()
+    d = doc.data
+    if d["name"] != directory:
+        c.add(
+            doc.origin("name"),
+            "cluster-name-dir",
+            f"cluster name {d['name']!r} must equal its overlay directory {directory!r}",
+        )
+    kueue = d["kueue"]
+    helm = None
+    if kueue["install"] == "helm":
+        h = kueue.get("helm", {})
+        helm = HelmInstall(
+            repo_url=h.get("repoURL", "registry.k8s.io/kueue/charts"),
+            chart=h.get("chart", "kueue"),
+            release_name=h.get("releaseName", "kueue"),
+            project=h.get("project", "default"),
+            argocd_namespace=h.get("argocdNamespace", "argocd"),
+            destination_server=h.get("destinationServer", "https://kubernetes.default.svc"),
+            values=h.get("values", {}),
+        )
+    elif "helm" in kueue:
+        c.add(
+            doc.key_origin("kueue", "helm"),
+            "cluster-install",
+            "kueue.helm is only used with kueue.install: helm",
+        )
+    capacity = []
+    for i, raw in enumerate(d["capacity"]):
+        devs = []
+        for name, value in raw.get("devices", {}).items():
+            p = ("capacity", i, "devices", name)
+            q = c.quantity(doc, p, value, "quantity")
+            if not q.is_integer():
+                c.add(
+                    doc.origin(*p),
+                    "quantity",
+                    f"{dotted(p)}: device counts must be whole numbers, got {value!r}",
+                )
+            devs.append((name, q, doc.origin(*p)))
+        res = [
+            (
+                name,
+                c.quantity(doc, ("capacity", i, "resources", name), value, "quantity"),
+                doc.origin("capacity", i, "resources", name),
+            )
+            for name, value in raw.get("resources", {}).items()
+        ]
+        capacity.append(Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i)))
+    k8s = d["kubernetesVersion"].lstrip("v")
+    minor = int(k8s.split(".")[1])
+    if minor < 34:
+        c.add(
+            doc.origin("kubernetesVersion"),
+            "k8s-version-unsupported",
+            f"Kubernetes {k8s} has no resource.k8s.io/v1, which Kueue reads for DRA: 1.34 or newer is required",
+        )
+    if c.findings:
+        raise PipelineError(c.findings)
+    return Cluster(
+        name=d["name"],
+        path=doc.path,
+        directory=directory,
+        kubernetes_version=".".join(k8s.split(".")[:2]),
+        kueue_version="v" + kueue["version"].lstrip("v"),
+        install=kueue["install"],
+        kueue_namespace=kueue.get("namespace", DEFAULT_KUEUE_NAMESPACE),
+        helm=helm,
+        feature_gates=dict(kueue.get("featureGates", {})),
+        config_overrides=kueue.get("config", {}),
+        capacity=tuple(capacity),
+        overcommit=bool(d.get("overcommit", False)),
+        document=doc,
+        origin=doc.origin("name"),
+        destination=Destination(d["argocd"].get("server"), d["argocd"].get("name"))
+        if "argocd" in d
+        else None,
+    )

@@ -1,0 +1,197 @@
+"""The input records: Tenant, Platform, Cluster and the Model of a repository, frozen, each value with
+the Origin it was read from."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gputenancy.findings import Origin
+from gputenancy.inputs import quantity
+from gputenancy.inputs.document import Document
+
+API_VERSION = "gputenancy.io/v1"
+DEFAULT_KUEUE_NAMESPACE = "kueue-system"
+CORE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+
+
+@dataclasses.dataclass(frozen=True)
+class Amount:
+    nominal: quantity.Quantity
+    borrowing: quantity.Quantity | None
+    lending: quantity.Quantity | None
+    origin: Origin
+    field_origins: Mapping[str, Origin] = dataclasses.field(default_factory=dict)
+
+    def origin_of(self, field: str) -> Origin:
+        return self.field_origins.get(field, self.origin)
+
+
+@dataclasses.dataclass(frozen=True)
+class FlavorBudget:
+    """Quota on one flavor. `devices` is keyed by DeviceClass, `resources` by resource name."""
+
+    flavor: str
+    devices: tuple[tuple[str, Amount], ...]
+    resources: tuple[tuple[str, Amount], ...]
+    origin: Origin
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimTemplate:
+    name: str
+    device_class: str
+    count: int
+    selectors: tuple[str, ...]
+    namespaces: tuple[str, ...] | None
+    clusters: tuple[str, ...] | None
+    origin: Origin
+    class_origin: Origin
+    selector_origins: tuple[Origin, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Tenant:
+    name: str
+    path: str
+    owners: tuple[str, ...]
+    state: str
+    clusters: tuple[str, ...] | None
+    namespaces: tuple[tuple[str, Origin], ...]
+    local_queue: str
+    cohort: str | None
+    fair_sharing_weight: quantity.Quantity | None
+    preemption: str
+    queueing_strategy: str
+    default_budget: tuple[FlavorBudget, ...] | None
+    cluster_budgets: Mapping[str, tuple[FlavorBudget, ...]]
+    claim_templates: tuple[ClaimTemplate, ...]
+    device_classes: tuple[DeviceClassEntry, ...]
+    origin: Origin
+    cohort_origin: Origin
+    cluster_origins: tuple[Origin, ...] = ()  # of each entry of `clusters`
+
+    def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...] | None:
+        return self.cluster_budgets.get(cluster, self.default_budget)
+
+    def all_budgets(self) -> list[tuple[str, tuple[FlavorBudget, ...]]]:
+        """Every budget list the file declares: ("*", default) and (cluster, override)."""
+        out = [("*", self.default_budget)] if self.default_budget else []
+        return out + list(self.cluster_budgets.items())
+
+    def placed_on(self, cluster: str) -> bool:
+        if self.clusters is not None:
+            return cluster in self.clusters
+        return self.budget_for(cluster) is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceClassEntry:
+    name: str
+    resource: str
+    selectors: tuple[str, ...]
+    origin: Origin
+
+    @property
+    def rendered(self) -> bool:
+        """Catalog classes with selectors are rendered by the pipeline; others come with the driver."""
+        return bool(self.selectors)
+
+
+@dataclasses.dataclass(frozen=True)
+class Flavor:
+    name: str
+    node_labels: Mapping[str, str]
+    node_taints: tuple[Mapping[str, Any], ...]
+    tolerations: tuple[Mapping[str, Any], ...]
+    origin: Origin
+
+
+@dataclasses.dataclass(frozen=True)
+class Cohort:
+    name: str
+    parent: str | None
+    weight: quantity.Quantity | None
+    origin: Origin
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgoCD:
+    """Where Argo CD reads the generated tree (`argocd:` in base/platform.yaml)."""
+
+    repo_url: str
+    target_revision: str
+    project: str
+    namespace: str
+    path: str
+    origin: Origin
+
+
+@dataclasses.dataclass(frozen=True)
+class Destination:
+    """A cluster's Argo CD destination (`argocd:` in cluster.yaml): a server URL or a cluster name."""
+
+    server: str | None
+    name: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Platform:
+    path: str
+    device_classes: Mapping[str, DeviceClassEntry]
+    flavors: Mapping[str, Flavor]
+    cohorts: Mapping[str, Cohort]
+    kueue_config: Document
+    owners: tuple[str, ...] = ()
+    argocd: ArgoCD | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Capacity:
+    flavor: str
+    devices: tuple[tuple[str, quantity.Quantity, Origin], ...]
+    resources: tuple[tuple[str, quantity.Quantity, Origin], ...]
+    origin: Origin
+
+
+@dataclasses.dataclass(frozen=True)
+class HelmInstall:
+    repo_url: str
+    chart: str
+    release_name: str
+    project: str
+    argocd_namespace: str
+    destination_server: str
+    values: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    name: str
+    path: str
+    directory: str
+    kubernetes_version: str
+    kueue_version: str
+    install: str
+    kueue_namespace: str
+    helm: HelmInstall | None
+    feature_gates: Mapping[str, bool]
+    config_overrides: Mapping[str, Any]
+    capacity: tuple[Capacity, ...]
+    overcommit: bool
+    document: Document
+    origin: Origin
+    destination: Destination | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    root: Path
+    platform: Platform
+    clusters: Mapping[str, Cluster]
+    tenants: tuple[Tenant, ...]
+
+    def tenants_on(self, cluster: str) -> list[Tenant]:
+        return [t for t in self.tenants if t.placed_on(cluster)]

@@ -1,0 +1,128 @@
+"""The capacity rule (nominal budgets of all tenants fit each cluster's capacity, per flavor and
+resource) and the per-flavor sums that plan's capacity table also shows."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.inputs.quantity import Quantity, parse
+from gputenancy.inputs.spec import Cluster, Model, Tenant
+from gputenancy.policy.catalog import Catalog
+
+
+def capacity(model: Model, catalog: Catalog) -> Iterator[Finding]:
+    """The nominal budgets of all tenants on a cluster fit its capacity, per flavor and resource
+    (a warning instead when the overlay sets overcommit: true).
+
+    Passes: tenants budget 4 + 4 H100s on a cluster with 8.
+    Fails: tenants budget 4 + 6 H100s on a cluster with 8.
+    """
+    for cluster in model.clusters.values():
+        yield from _capacity(model, cluster, catalog)
+
+
+def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tuple[str, str], Quantity]:
+    """Sum of nominal budgets per (flavor, quota resource) on a cluster."""
+    total: dict[tuple[str, str], Quantity] = {}
+    for t in model.tenants_on(cluster.name):
+        for fb in t.budget_for(cluster.name) or ():
+            for name, amount in fb.devices:
+                entry = catalog.classes.get(name)
+                if entry is not None:
+                    key = (fb.flavor, entry.resource)
+                    total[key] = total.get(key, parse(0)) + amount.nominal
+            for name, amount in fb.resources:
+                key = (fb.flavor, name)
+                total[key] = total.get(key, parse(0)) + amount.nominal
+    return total
+
+
+def capacity_by_flavor(cluster: Cluster, catalog: Catalog) -> dict[tuple[str, str], tuple[Quantity, Origin]]:
+    out: dict[tuple[str, str], tuple[Quantity, Origin]] = {}
+    for cap in cluster.capacity:
+        for name, q, origin in cap.devices:
+            entry = catalog.classes.get(name)
+            if entry is not None:
+                key = (cap.flavor, entry.resource)
+                prev = out.get(key)
+                out[key] = ((prev[0] + q) if prev else q, origin)
+        for name, q, origin in cap.resources:
+            out[(cap.flavor, name)] = (q, origin)
+    return out
+
+
+def contributions(
+    model: Model, cluster: Cluster, catalog: Catalog
+) -> dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]]:
+    """Who budgets what, per (flavor, quota resource) on a cluster."""
+    out: dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]] = defaultdict(list)
+    for t in model.tenants_on(cluster.name):
+        for fb in t.budget_for(cluster.name) or ():
+            for name, amount in fb.devices:
+                entry = catalog.classes.get(name)
+                if entry is not None:
+                    out[(fb.flavor, entry.resource)].append((t, amount.nominal, amount.origin))
+            for name, amount in fb.resources:
+                out[(fb.flavor, name)].append((t, amount.nominal, amount.origin))
+    return out
+
+
+def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5, *, with_place: bool = True) -> str:
+    ranked = sorted(parts, key=lambda p: p[1], reverse=True)
+    shown = ", ".join(
+        f"{t.name} {q.canonical()}" + (f" at {o.path}:{o.line}" if with_place else "")
+        for t, q, o in ranked[:most]
+    )
+    return shown + (f" and {len(ranked) - most} more" if len(ranked) > most else "")
+
+
+def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Finding]:
+    """Over capacity: an error at every contributing tenant's amount line (where a pull request changes a
+    budget) and at the cluster's capacity line; with overcommit: true one warning at the capacity line."""
+    have = capacity_by_flavor(cluster, catalog)
+    who = contributions(model, cluster, catalog)
+    entries = {c.flavor: c.origin for c in cluster.capacity}
+    sev = Severity.WARNING if cluster.overcommit else Severity.ERROR
+    for (flavor, resource), used in sorted(usage_by_flavor(model, cluster, catalog).items()):
+        if flavor not in entries or flavor not in model.platform.flavors:
+            continue  # flavor-unknown reports the budget at its flavor line
+        cap = have.get((flavor, resource))
+        parts = who[(flavor, resource)]
+        if cap is None:
+            entry = entries[flavor]
+            where = f"{entry.path}:{entry.line}"
+            for t, q, o in parts:
+                yield o.finding(
+                    "capacity",
+                    f"tenant {t.name!r} budgets {q.canonical()} {resource} on flavor {flavor!r}, but cluster "
+                    f"{cluster.name!r} declares no capacity for {resource} there ({where}); add it to the "
+                    "capacity or drop it from the budget",
+                    sev,
+                )
+            yield entry.finding(
+                "capacity",
+                f"tenants budget {used.canonical()} {resource} on flavor {flavor!r}, but cluster {cluster.name!r} "
+                f"declares no capacity for it ({_who(parts)})",
+                sev,
+            )
+            continue
+        if used > cap[0]:
+            note = (
+                " (overcommit allowed)" if cluster.overcommit else "; lower a budget or set overcommit: true"
+            )
+            total = f"{used.canonical()} exceeds capacity {cap[0].canonical()}"
+            if not cluster.overcommit:
+                for t, q, o in parts:
+                    yield o.finding(
+                        "capacity",
+                        f"{t.name}'s nominal {q.canonical()} {resource} on flavor {flavor!r} counts toward "
+                        f"cluster {cluster.name!r}, where the tenants' total {total} "
+                        f"({cap[1].path}:{cap[1].line}; {_who(parts, with_place=False)}){note}",
+                    )
+            yield cap[1].finding(
+                "capacity",
+                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {total} ({_who(parts)}){note}",
+                sev,
+            )
