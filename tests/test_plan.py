@@ -127,7 +127,7 @@ def test_lowered_budget_in_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     root = trees.example(tmp_path)
     replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
     code, data = json_plan(root, capsys)
-    assert code == 2 and data["schema"] == "gputenancy.deliver.plan/v1" and data["changed"] is True
+    assert code == 2 and data["schema"] == "gputenancy.plan/v1" and data["changed"] is True
     prod = next(c for c in data["clusters"] if c["name"] == "prod")
     assert prod["counts"] == {"added": 0, "changed": 1, "removed": 0} and prod["tenants"] == ["vision"]
     (obj,) = prod["objects"]

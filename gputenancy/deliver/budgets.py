@@ -137,9 +137,10 @@ def grants_for(model: Model, tenants_by_cluster: Mapping[str, Sequence[str]]) ->
     wanted = {c: set(ts) for c, ts in tenants_by_cluster.items() if ts and c in model.clusters}
     if not wanted:
         return ()
-    return tuple(
+    found = [
         g for p in pools(model, sorted(wanted)) for g in p.grants if g.tenant in wanted.get(g.cluster, ())
-    )
+    ]
+    return tuple(sorted(found, key=lambda g: (g.cluster, g.tenant, g.flavor, g.resource)))
 
 
 # ------------------------------------------------------------------------------------------ views

@@ -201,9 +201,9 @@ def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
 
 
 def to_json(plan: Plan) -> dict[str, Any]:
-    """The JSON document (schema `gputenancy.deliver.plan/v1`, documented in README.md)."""
+    """The JSON document (schema `gputenancy.plan/v1`, documented in README.md)."""
     return {
-        "schema": "gputenancy.deliver.plan/v1",
+        "schema": "gputenancy.plan/v1",
         "against": plan.against,
         "changed": plan.changed,
         "summary": summary(plan),
