@@ -150,6 +150,7 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
         allow_delete=args.allow_delete,
         message_title=args.message_title,
         emit=sys.stdout.write,
+        emit_notes=sys.stderr.write,
     )
 
 
