@@ -221,3 +221,16 @@ def test_helm_feature_gate_conflict_points_at_the_overlay_values(
     assert conflict["path"] == "overlays/lab/cluster.yaml"
     assert conflict["line"] == line_of(root, "overlays/lab/cluster.yaml", "featureGates:")
     assert "base/kueue-config.yaml:" in conflict["message"]
+
+
+def test_a_mistyped_resource_name_gets_a_suggestion_at_the_budget_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = trees.example(tmp_path, generated=False)
+    sandbox = root / "tenants/sandbox.yaml"
+    sandbox.write_text(sandbox.read_text().replace("memory: 32Gi", "memroy: 32Gi"))
+    code, found = validate(root, capsys)
+    assert code == 1
+    at_tenant = [f for f in found if f["path"] == "tenants/sandbox.yaml" and f["rule"] == "capacity"]
+    assert [f["line"] for f in at_tenant] == [line_of(root, "tenants/sandbox.yaml", "memroy: 32Gi")]
+    assert "did you mean 'memory'?" in at_tenant[0]["message"]

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.hints import did_you_mean
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy.catalog import Catalog
@@ -93,12 +94,13 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
         if cap is None:
             entry = entries[flavor]
             where = f"{entry.path}:{entry.line}"
+            hint = did_you_mean(resource, [r for f, r in have if f == flavor])
             for t, q, o in parts:
                 yield o.finding(
                     "capacity",
                     f"tenant {t.name!r} budgets {q.canonical()} {resource} on flavor {flavor!r}, but cluster "
-                    f"{cluster.name!r} declares no capacity for {resource} there ({where}); add it to the "
-                    "capacity or drop it from the budget",
+                    f"{cluster.name!r} declares no capacity for {resource} there ({where}){hint}; add it to "
+                    "the capacity or drop it from the budget",
                     sev,
                 )
             yield entry.finding(
