@@ -234,3 +234,16 @@ def test_a_mistyped_resource_name_gets_a_suggestion_at_the_budget_line(
     at_tenant = [f for f in found if f["path"] == "tenants/sandbox.yaml" and f["rule"] == "capacity"]
     assert [f["line"] for f in at_tenant] == [line_of(root, "tenants/sandbox.yaml", "memroy: 32Gi")]
     assert "did you mean 'memory'?" in at_tenant[0]["message"]
+
+
+def test_a_device_class_typo_in_a_budget_folds_the_claim_coverage_findings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = trees.example(tmp_path, generated=False)
+    vision = root / "tenants/vision.yaml"
+    vision.write_text(vision.read_text().replace("gpu.nvidia.com: {nominal: 8", "gpu.nvidia.co: {nominal: 8"))
+    code, found = validate(root, capsys)
+    assert code == 1
+    assert [f["rule"] for f in found] == ["device-class-unknown"]  # no claim-coverage for h100-x1, h100-x8
+    assert "did you mean 'gpu.nvidia.com'?" in found[0]["message"]
+    assert "claim template(s) h100-x1, h100-x8 use gpu.nvidia.com" in found[0]["message"]

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from gputenancy.findings import Finding, Origin
-from gputenancy.hints import did_you_mean
+from gputenancy.hints import closest, did_you_mean
 from gputenancy.inputs.spec import ClaimTemplate, Model
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources, err
 
@@ -27,11 +27,21 @@ def device_class_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
             for fb in budget:
                 for name, amount in fb.devices:
                     if name not in catalog.classes:
+                        meant = closest(name, catalog.classes)
+                        needing = sorted(
+                            {ct.name for ct in t.claim_templates if meant and ct.device_class == meant}
+                        )
+                        folded = (
+                            f" (claim template(s) {', '.join(needing)} use {meant}, so their budget is missing too)"
+                            if needing
+                            else ""
+                        )
                         yield err(
                             amount.origin,
                             "device-class-unknown",
                             f"device class {name!r} is not in the catalog (known: {known})"
-                            + did_you_mean(name, catalog.classes),
+                            + did_you_mean(name, catalog.classes)
+                            + folded,
                         )
         for ct in t.claim_templates:
             if ct.device_class not in catalog.classes:
@@ -85,8 +95,16 @@ def claim_coverage(model: Model, catalog: Catalog) -> Iterator[Finding]:
             if not t.placed_on(cluster):
                 continue
             covered = covered_resources(t, cluster, catalog)
+            mistyped = {
+                closest(name, catalog.classes)
+                for fb in t.budget_for(cluster) or ()
+                for name, _ in fb.devices
+                if name not in catalog.classes
+            }
             for ct in claims_on(t, cluster):
                 entry = catalog.classes.get(ct.device_class)
+                if ct.device_class in mistyped:
+                    continue  # device-class-unknown reports the mistyped budget, naming this template
                 if entry is not None and entry.resource not in covered:
                     yield err(
                         ct.class_origin,
