@@ -95,7 +95,7 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
             entry = entries[flavor]
             where = f"{entry.path}:{entry.line}"
             hint = did_you_mean(resource, [r for f, r in have if f == flavor])
-            for t, q, o in parts:
+            for t, q, o in parts if not cluster.overcommit else ():
                 yield o.finding(
                     "capacity",
                     f"tenant {t.name!r} budgets {q.canonical()} {resource} on flavor {flavor!r}, but cluster "
