@@ -60,14 +60,14 @@ def files(repo: Path) -> list[str]:
         capture_output=True,
         check=True,
     ).stdout.decode()
-    return sorted(p for p in out.split("\0") if p and (repo / p).is_file())
+    return sorted(p for p in out.split("\0") if p and ((repo / p).is_file() or (repo / p).is_symlink()))
 
 
 def copy(repo: Path, dest: Path) -> None:
     for rel in files(repo):
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(repo / rel, target)
+        shutil.copy2(repo / rel, target, follow_symlinks=False)  # tests/negative has symlinks
     subprocess.run(["git", "init", "-q", str(dest)], check=True)  # noqa: S603, S607
 
 
