@@ -4,15 +4,16 @@ Where: `.gputenancy-cache/` under the repository root, or `$GPUTENANCY_CACHE` (a
 disables it, as does `pipeline.py --no-cache`). It is safe to delete at any time.
 
 What: one entry per (tenant, cluster): the tenant's objects as built by kustomize, their file paths
-and bytes in generated/, and the validation findings about them. An entry's key is a sha256 over
-everything that can change it (see `engine`): the tenant's record as loaded (every field, with its
-line numbers), the effective device-class catalog, the cluster's Kueue and Kubernetes versions, every
-file kustomize can read for that cluster (base/ and the overlay, its tenant Component included), the
-Kueue CRDs used for validation, the kustomize version, the package's own source, templates and
-schemas, and the versions of the libraries that parse, validate and serialise. A changed input
-gives a new key, so an entry is never stale. And one entry per input file as loaded (`source`): its
-data with line/column marks, keyed by its path, its bytes and the software, so that unchanged files
-are not parsed again.
+and bytes in generated/, and the validation findings about them (`tenantcache`, the one interface
+the engine uses). An entry's key is a sha256 over everything that can change it: the tenant's record
+as loaded (every field, with its line numbers), the effective device-class catalog, the cluster's
+Kueue and Kubernetes versions, every file kustomize can read for that cluster (base/ and the overlay,
+its tenant Component included), the Kueue CRDs used for validation, the kustomize version, the
+package's own code, templates, schemas and data, and the versions of Python and of the libraries that
+parse, validate and serialise; `cachekey` lists them all, in one place. A changed input gives a new
+key, so an entry is never stale. And one entry per input file as loaded (`source`): its data with
+line/column marks, keyed by its path, its bytes and the software, so that unchanged files are not
+parsed again.
 
 How: each entry is a file `<dir>/v1/<kind>/<key[:2]>/<key>.json`: a first line with the sha256 of
 the rest, then the entry as JSON of plain data (carrying its own key). Small entries that a run
@@ -31,22 +32,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
-from gputenancy import proc
+from gputenancy import cachekey, proc
 from gputenancy.findings import PipelineError
 
 ENV = "GPUTENANCY_CACHE"
@@ -54,14 +50,6 @@ DIRECTORY = ".gputenancy-cache"
 OFF = "off"
 FORMAT = "v1"
 _DISABLED = frozenset({"", "0", "off", "false", "no", "none"})
-_DISTRIBUTIONS = (
-    "PyYAML",
-    "Jinja2",
-    "jsonschema",
-    "jsonschema-rs",
-    "common-expression-language",
-    "kubernetes-validate",
-)
 
 
 def location(root: Path, environ: Mapping[str, str] | None = None) -> Path | None:
@@ -89,43 +77,6 @@ def disabled(flag: bool = True) -> Iterator[None]:
             os.environ.pop(ENV, None)
         else:
             os.environ[ENV] = before
-
-
-def digest(*parts: str | bytes) -> str:
-    """sha256 of the parts, each length-prefixed so that no two sequences of parts collide."""
-    h = hashlib.sha256()
-    for part in parts:
-        data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
-        h.update(b"%d:" % len(data))
-        h.update(data)
-    return h.hexdigest()
-
-
-def tree_digest(directory: Path) -> str:
-    """sha256 over the relative paths and bytes of every file under `directory` ('' when missing)."""
-    if not directory.is_dir():
-        return ""
-    parts: list[str | bytes] = []
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        parts += [path.relative_to(directory).as_posix(), path.read_bytes()]
-    return digest(*parts)
-
-
-@functools.cache
-def software() -> str:
-    """Digest of the package's own files (code, templates, schemas, data) and of the Python and library
-    versions that parse, validate and serialise."""
-    package = Path(__file__).resolve().parent
-    parts: list[str | bytes] = [sys.version, f"libyaml={getattr(yaml, '__with_libyaml__', False)}"]
-    for name in _DISTRIBUTIONS:
-        try:
-            parts.append(f"{name}={importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            parts.append(f"{name}=none")
-    for path in sorted(package.rglob("*")):
-        if path.is_file() and path.suffix in (".py", ".j2", ".json") and "__pycache__" not in path.parts:
-            parts += [path.relative_to(package).as_posix(), path.read_bytes()]
-    return digest(*parts)
 
 
 class Entries(Protocol):
@@ -232,7 +183,7 @@ class Cache:
             st = real.stat()
         except OSError:
             return f"{command[0]}: unreadable"
-        key = digest(str(real), str(st.st_size), str(st.st_mtime_ns))
+        key = cachekey.key("tool", executable=str(real), size=str(st.st_size), mtime=str(st.st_mtime_ns))
         known = self.get("tool", key)
         if isinstance(known, str):
             return known

@@ -1,17 +1,21 @@
-"""The pipeline in memory: load -> rules -> render -> kustomize -> validate -> trees. No writes here, but
-for the cache (`gputenancy.cache`: loaded input files, per-tenant results).
+"""The pipeline in memory, stage by stage: load -> rules -> render -> build -> validate -> trees. No writes
+here, but for the cache, which the run reaches through one interface (`memo`: look up a finished result
+by key, store one).
 
-Per cluster, the platform layer (DeviceClasses, ResourceFlavors, Cohorts, the Kueue Configuration) is
-rendered, built and validated on every run. Tenant objects are handled per (tenant, cluster): a cache
-entry holds the tenant's built objects, their generated/ files and the validation findings about them,
-under a key over everything that can change them, so only tenants whose inputs changed are rendered,
-built with kustomize and validated. Output is the same with and without the cache: both paths
-validate and serialise one tenant at a time, and an entry is exactly what that produced. A cluster's
-entries are kept in packs (`cache.Packs`) named by the cluster's key.
+1. load and rules (`check_only`): the input files as records, and the model rules on them.
+2. render, per cluster: the platform layer (DeviceClasses, ResourceFlavors, Cohorts, the Kueue
+   Configuration, whose loader rules are checked here); then the cluster's files are staged for
+   kustomize.
+3. the tenants of the cluster: each is looked up in the cluster's `memo.tenants` by a key over all that
+   can change its result (`cachekey`); those not found are rendered and added to the cluster's build.
+4. build: kustomize runs in a thread pool shared by all clusters. A shard starts as soon as the tenants
+   that fill it are rendered, so kustomize builds while the next tenants and clusters render.
+5. validate and serialise (`_finish`), cluster by cluster, each tenant as soon as the shards holding it
+   are done (`build.Build.group`); the tenants finished here are stored in the memo, and the cluster's
+   tree assembled.
 
-kustomize runs in a thread pool shared by all clusters. A shard starts as soon as the tenants that
-fill it are rendered, so kustomize builds while the next tenants and clusters render; then each
-tenant is validated and serialised as soon as the shards holding it are done (`build.Build.group`).
+Output is the same with and without the cache: both paths validate and serialise one tenant at a time,
+and a stored result is exactly what that produced.
 """
 
 from __future__ import annotations
@@ -23,24 +27,25 @@ import gc
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from gputenancy import fastyaml, proc
+from gputenancy import cachekey, memo, proc
 from gputenancy.build import kustomize as build
 from gputenancy.build import output
-from gputenancy.cache import Cache, Packs, digest, location, software, tree_digest
+from gputenancy.cache import Cache
 from gputenancy.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.inputs.spec import Cluster, Model, Tenant, load_model
 from gputenancy.objects import RenderedObject
 from gputenancy.policy import rules
 from gputenancy.render.manifests import render_platform, render_tenant
 
-TENANT_ENTRY = "tenant"
-PLATFORM_ENTRY = "platform"
-# validate_objects reports these once per call; tenants are validated one call each, so keep the first.
-_ONCE_PER_RUN = ("crd-cel-unsupported", "k8s-version-unsupported")
+if TYPE_CHECKING:
+    from gputenancy.check.cluster import Checker
+
+TENANT_ENTRY = memo.TENANT_ENTRY
+PLATFORM_ENTRY = memo.PLATFORM_ENTRY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,10 +57,11 @@ class ClusterResult:
 
 @dataclasses.dataclass(frozen=True)
 class Stats:
-    """What a run did. `hits`/`misses` count (tenant, cluster) cache lookups; `rendered` lists the
-    (cluster, tenant) pairs rendered, built and validated in this run; `corrupt` counts cache entries
-    found but not usable; `seconds` is wall time per stage (load = reading inputs and model rules;
-    kustomize = waiting for kustomize after rendering; `kustomize_seconds` sums the processes)."""
+    """What a run did. `hits`/`misses` count (tenant, cluster) cache lookups, `platform_hits`/
+    `platform_misses` those of platform-layer reports; `rendered` lists the (cluster, tenant) pairs
+    rendered, built and validated in this run; `corrupt` counts cache entries found but not usable;
+    `seconds` is wall time per stage (load = reading inputs and model rules; kustomize = waiting for
+    kustomize after rendering; `kustomize_seconds` sums the processes)."""
 
     cache: str | None = None
     hits: int = 0
@@ -65,6 +71,8 @@ class Stats:
     shards: int = 0
     kustomize_seconds: float = 0.0
     seconds: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    platform_hits: int = 0
+    platform_misses: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,16 +88,6 @@ class Result:
         return any(f.severity is Severity.ERROR for f in self.findings)
 
 
-def crd_dir_for(schemas: Path | None, kueue_version: str) -> Path | None:
-    """<schemas>/kueue/<version>/crds, or <schemas>/<version>/crds, or None."""
-    if schemas is None:
-        return None
-    for candidate in (schemas / "kueue" / kueue_version / "crds", schemas / kueue_version / "crds"):
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
 def check_only(
     root: Path,
     cluster: str | None = None,
@@ -100,171 +98,8 @@ def check_only(
 
     `cache` as for `run`: input files loaded before with the same bytes are read from it instead of
     being parsed again (`source.load`)."""
-    model, findings = load_model(root, cluster=cluster, cache=_open(root, cache))
+    model, findings = load_model(root, cluster=cluster, cache=memo.open_cache(root, cache))
     return model, sorted(set(findings) | set(rules.check(model)))
-
-
-# ------------------------------------------------------------------------------ per-tenant results
-
-
-@dataclasses.dataclass(frozen=True)
-class _Done:
-    """One tenant on one cluster, finished: built objects, their generated/ files, findings."""
-
-    objects: tuple[RenderedObject, ...]
-    files: tuple[tuple[str, bytes], ...]
-    findings: tuple[Finding, ...]
-
-
-def _plain(value: Any) -> bool:
-    """True when JSON gives `value` back unchanged (string keys, JSON types only)."""
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    return value is None or isinstance(value, str | int | float)
-
-
-def _encode(done: _Done) -> dict[str, Any] | None:
-    if not all(_plain(dict(o.body)) for o in done.objects):
-        return None
-    return {
-        "objects": [
-            [dict(o.body), [o.origin.path, o.origin.line, o.origin.col], path, data.decode()]
-            for o, (path, data) in zip(done.objects, done.files, strict=True)
-        ],
-        "findings": [[f.path, f.line, f.col, f.severity.value, f.rule, f.message] for f in done.findings],
-    }
-
-
-def _decode(cluster: str, value: Any) -> _Done | None:
-    """An entry back to records; None when it does not have the expected shape."""
-    try:
-        objects, files = [], []
-        for body, (path, line, col), rel, text in value["objects"]:
-            if not isinstance(body, dict) or not isinstance(rel, str) or not isinstance(text, str):
-                return None
-            objects.append(RenderedObject(cluster, body, Origin(str(path), int(line), int(col))))
-            files.append((rel, text.encode()))
-        findings = tuple(
-            Finding(str(p), int(line), int(col), Severity(sev), str(rule), str(message))
-            for p, line, col, sev, rule, message in value["findings"]
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
-    return _Done(tuple(objects), tuple(files), findings)
-
-
-def _files(objects: Sequence[RenderedObject]) -> tuple[list[tuple[str, bytes]], list[Finding]]:
-    """generated/ paths and bytes of objects, or the findings of those that cannot be written."""
-    files, findings = [], []
-    for obj in objects:
-        try:
-            files.append((output.object_path(obj), fastyaml.dump(obj.body).encode()))
-        except PipelineError as exc:
-            findings.extend(exc.findings)
-    return files, findings
-
-
-def _platform_report(
-    store: Cache | None,
-    cluster_key: str,
-    objects: Sequence[RenderedObject],
-    check: Callable[[Sequence[RenderedObject]], Any],
-) -> tuple[list[Finding], list[str]]:
-    """Validation of the platform layer, from the cache when these exact objects (bodies and where
-    each field came from) were validated before for this cluster."""
-    key = ""
-    if store is not None and all(_plain(dict(o.body)) for o in objects):
-        key = digest(
-            cluster_key,
-            *(
-                json.dumps(o.body, sort_keys=True)
-                + repr(o.origin)
-                + repr(sorted(o.field_origins.items(), key=repr))
-                for o in objects
-            ),
-        )
-        value = store.get(PLATFORM_ENTRY, key)
-        try:
-            if value is not None:
-                found = [
-                    Finding(str(p), int(line), int(col), Severity(sev), str(rule), str(message))
-                    for p, line, col, sev, rule, message in value["findings"]
-                ]
-                return found, [str(n) for n in value["skipped"]]
-        except (KeyError, TypeError, ValueError):
-            store.corrupt += 1
-    report = check(objects)
-    if key and store is not None:
-        store.put(
-            PLATFORM_ENTRY,
-            key,
-            {
-                "findings": [
-                    [f.path, f.line, f.col, f.severity.value, f.rule, f.message] for f in report.findings
-                ],
-                "skipped": list(report.skipped),
-            },
-        )
-    return list(report.findings), list(report.skipped)
-
-
-def _once_per_run(findings: Sequence[Finding]) -> list[Finding]:
-    seen: set[tuple[str, str]] = set()
-    out = []
-    for f in findings:
-        if f.rule in _ONCE_PER_RUN:
-            kind = f.message.split(" ", 1)[0] if f.rule == "crd-cel-unsupported" else ""
-            what = (kind, f.message[f.message.find("CEL rule") :] if kind else f.rule)
-            if what in seen:
-                continue
-            seen.add(what)
-        out.append(f)
-    return out
-
-
-# ------------------------------------------------------------------------------ the run
-
-
-@dataclasses.dataclass
-class _Clock:
-    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
-    last: float = dataclasses.field(default_factory=time.perf_counter)
-
-    def lap(self, stage: str) -> None:
-        now = time.perf_counter()
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - self.last
-        self.last = now
-
-
-@dataclasses.dataclass
-class _Cluster:
-    """One cluster between rendering and collecting its build."""
-
-    cluster: Cluster
-    tenants: list[Tenant]
-    keys: list[str]
-    cached: dict[int, _Done]
-    groups: dict[int, int]  # tenant index -> group index in `running`
-    running: build.Build
-    crd_dir: Path | None
-    kustomized: bool
-    key: str  # of the cluster, for cache keys ("" without a cache)
-    pack: Packs | None  # the cluster's tenant entries
-
-
-def _open(root: Path, cache: Cache | Path | Literal["auto"] | None) -> Cache | None:
-    if cache == "auto":
-        directory = location(root)
-        return Cache(directory) if directory is not None else None
-    if isinstance(cache, Path):
-        return Cache(cache)
-    return cache
-
-
-def _catalog_digest(catalog: rules.Catalog) -> str:
-    return json.dumps(sorted((n, e.resource, list(e.selectors)) for n, e in catalog.classes.items()))
 
 
 def run(
@@ -300,57 +135,56 @@ def without_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
+@dataclasses.dataclass
+class _Cluster:
+    """One cluster between rendering its tenants and collecting its build."""
+
+    cluster: Cluster
+    tenants: list[Tenant]
+    keys: list[str]  # per tenant ("" without a cache)
+    found: dict[int, memo.Finished]  # tenant index -> result from the memo
+    groups: dict[int, int]  # tenant index -> group index in `running`
+    running: build.Build
+    check: Checker
+    kustomized: bool
+    key: str | None  # of the cluster (None: no cache for its tenants)
+    results: memo.Memo[memo.Finished]
+
+
 def _run(
     root: Path,
-    cluster: str | None,
+    only: str | None,
     schemas: Path | None,
     kustomize: bool,
     cache: Cache | Path | Literal["auto"] | None,
     shard_size: int,
     workers: int | None,
 ) -> Result:
-    from gputenancy.check import configcheck, helmgates
+    from gputenancy.check import cluster as checks
 
     clock = _Clock()
-    store = _open(root, cache)
-    model, findings = check_only(root, cluster, cache=store)
+    store = memo.open_cache(root, cache)
+    # 1. load and rules
+    model, findings = check_only(root, only, cache=store)
     clock.lap("load")
+    if any(f.severity is Severity.ERROR for f in findings):
+        return Result(model, {}, tuple(sorted(set(findings))), (), _Stats(store, clock).done())
+    catalog = rules.effective_catalog(model)
+    keys = _Keys(store, kustomize, catalog)
+    stats = _Stats(store, clock, platforms=memo.platform(store))
     notes: list[str] = []
     results: dict[str, ClusterResult] = {}
-    if any(f.severity is Severity.ERROR for f in findings):
-        return Result(model, results, tuple(sorted(set(findings))), tuple(notes), _stats(store, clock))
-    catalog = rules.effective_catalog(model)
-    tool = ""
-    if store is not None and kustomize:
-        with contextlib.suppress(PipelineError):
-            tool = store.tool_version(proc.kustomize_command())
-    salt = digest("engine-v1", software(), tool, f"kustomize={kustomize}", _catalog_digest(catalog))
-    hits = misses = shards = 0
-    kustomize_seconds = 0.0
-    rendered: list[tuple[str, str]] = []
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(
             concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2)
         )
-        pending: list[_Cluster] = []
+        started: list[_Cluster] = []
         for name, c in sorted(model.clusters.items()):
-            if cluster is not None and name != cluster:
+            if only is not None and name != only:
                 continue
-            platform, config, cfg_findings = render_platform(model, c, catalog)
-            findings.extend(cfg_findings)
-            gate_flag = helmgates.chart_passes_feature_gates(c)
-            checked = configcheck.check_configuration(
-                config.body, c.kueue_version, origin_of=config.origin_of, feature_gates_flag=gate_flag
-            )
-            findings.extend(helmgates.at_the_overlay(c, checked, config.origin_of))
-            if c.install == "helm" and c.helm is not None and "managerConfig" in c.helm.values:
-                findings.append(
-                    c.document.origin("kueue", "helm", "values", "managerConfig").finding(
-                        "cluster-install",
-                        "kueue.helm.values.managerConfig is written by the pipeline from base/ and "
-                        "kueue.config; set the Configuration there",
-                    )
-                )
+            # 2. render the platform layer, check its Configuration, stage the cluster for kustomize
+            platform, config, found = render_platform(model, c, catalog)
+            findings += found + checks.configuration(c, config)
             stage = None
             if kustomize:
                 try:
@@ -359,161 +193,209 @@ def _run(
                     findings.extend(exc.findings)
                     continue
             clock.lap("render")
-            crd_dir = crd_dir_for(schemas, c.kueue_version)
+            # 3. the cluster's tenants: finished ones from the memo, the others rendered into the build
+            crd_dir = checks.crd_dir_for(schemas, c.kueue_version)
+            cluster_key = keys.cluster(c, stage, crd_dir)
             tenants = model.tenants_on(name)
-            keys, cached, fresh = [], {}, []
-            cluster_key = ""
-            pack = None
-            if store is not None and (stage is None or stage.hermetic()):
-                cluster_key = digest(
-                    salt,
-                    name,
-                    c.kueue_version,
-                    c.kubernetes_version,
-                    stage.digest() if stage is not None else "",
-                    str(crd_dir),
-                    tree_digest(crd_dir) if crd_dir is not None else "",
-                )
-                pack = store.packs(TENANT_ENTRY, cluster_key)
-                for i, tenant in enumerate(tenants):
-                    key = digest(cluster_key, repr(tenant))
-                    keys.append(key)
-                    value = pack.get(TENANT_ENTRY, key)
-                    done = _decode(name, value) if value is not None else None
-                    if value is not None and done is None:
-                        store.corrupt += 1
-                    if done is None:
-                        fresh.append(i)
-                    else:
-                        cached[i] = done
-            else:
-                fresh = list(range(len(tenants)))
-            hits += len(cached)
-            misses += len(fresh)
+            results_of = memo.tenants(store, cluster_key, name)
+            tenant_keys = [memo.tenant_key(cluster_key, t) if cluster_key else "" for t in tenants]
+            looked_up = {i: results_of.lookup(k) for i, k in enumerate(tenant_keys)}
+            finished = {i: done for i, done in looked_up.items() if done is not None}
             clock.lap("cache")
+            # 4. build: kustomize starts on each shard as soon as it is full
             running = (
                 stage.begin(platform, pool, shard_size=shard_size)
                 if stage is not None
                 else build.Build(None, platform)
             )
-            groups = {i: running.add(render_tenant(tenants[i], c, catalog)) for i in fresh}
+            groups = {
+                i: running.add(render_tenant(t, c, catalog))
+                for i, t in enumerate(tenants)
+                if i not in finished
+            }
             running.close()
-            rendered += [(name, tenants[i].name) for i in fresh]
-            pending.append(
+            stats.rendered += [(name, tenants[i].name) for i in groups]
+            started.append(
                 _Cluster(
-                    c, tenants, keys, cached, groups, running, crd_dir, stage is not None, cluster_key, pack
+                    c,
+                    tenants,
+                    tenant_keys,
+                    finished,
+                    groups,
+                    running,
+                    checks.Checker(c, crd_dir),
+                    stage is not None,
+                    cluster_key,
+                    results_of,
                 )
             )
             clock.lap("render")
-        for p in pending:
+        # 5. validate and serialise, cluster by cluster, as the builds finish
+        for p in started:
             try:
-                outcome = _collect(p, store, clock)
+                result, more, more_notes = _finish(p, stats, clock)
             except PipelineError as exc:
                 clock.lap("kustomize")
                 findings.extend(exc.findings)
                 continue
             finally:
-                shards += p.running.shards
-                kustomize_seconds += p.running.seconds
-            findings.extend(outcome.findings)
-            notes.extend(outcome.notes)
-            if outcome.result is not None:
-                results[p.cluster.name] = outcome.result
-    stats = _stats(store, clock, hits, misses, tuple(rendered), shards, kustomize_seconds)
-    return Result(model, results, tuple(sorted(set(findings))), tuple(notes), stats)
+                stats.count(p)
+            findings.extend(more)
+            notes.extend(more_notes)
+            if result is not None:
+                results[p.cluster.name] = result
+    return Result(model, results, tuple(sorted(set(findings))), tuple(notes), stats.done())
 
 
-@dataclasses.dataclass(frozen=True)
-class _Outcome:
-    result: ClusterResult | None
-    findings: list[Finding]
-    notes: list[str]
+def _finish(
+    p: _Cluster, stats: _Stats, clock: _Clock
+) -> tuple[ClusterResult | None, list[Finding], list[str]]:
+    """Validate and serialise one cluster's objects as its build hands them back, tenant by tenant;
+    store what was finished here. Raises PipelineError when kustomize failed."""
+    from gputenancy.check.cluster import once_per_run
 
-
-def _collect(p: _Cluster, store: Cache | None, clock: _Clock) -> _Outcome:
-    """Validate and serialise one cluster's objects as its build hands them back, tenant by tenant.
-    Raises PipelineError when kustomize failed."""
-    from gputenancy.check import validate
-
-    name, c = p.cluster.name, p.cluster
-
-    def check(objects: Sequence[RenderedObject]) -> validate.ValidationReport:
-        return validate.validate_objects(
-            objects, kueue_version=c.kueue_version, kubernetes_version=c.kubernetes_version, crd_dir=p.crd_dir
-        )
-
+    name = p.cluster.name
     platform = p.running.platform()
     clock.lap("kustomize")
-    platform_files, tree_problems = _files(platform)
+    platform_files, tree_problems = output.files_of(platform)
     clock.lap("serialise")
-    finished: dict[int, _Done] = {}
+    finished = dict(p.found)
     storable: list[int] = []  # built in this run, and every file of theirs could be written
-    for i in range(len(p.tenants)):
-        if i in p.cached:
-            finished[i] = p.cached[i]
-            continue
+    for i in sorted(p.groups):
         group = p.running.group(p.groups[i])
         clock.lap("kustomize")
-        group_findings = check(group).findings
+        group_findings = p.check(group).findings
         clock.lap("validate")
-        files, problems = _files(group)
+        files, problems = output.files_of(group)
         tree_problems += problems
-        finished[i] = _Done(tuple(group), tuple(files), group_findings)
+        finished[i] = memo.Finished(tuple(group), tuple(files), group_findings)
         if not problems:
             storable.append(i)
         clock.lap("serialise")
     extra = p.running.extra()
     clock.lap("kustomize")
-    objects = [*platform, *(o for i in range(len(p.tenants)) for o in finished[i].objects), *extra]
+    ordered = [finished[i] for i in range(len(p.tenants))]
+    objects = [*platform, *(o for d in ordered for o in d.objects), *extra]
     if p.kustomized:
         duplicated = build.duplicates(name, objects, Origin(f"overlays/{name}/kustomization.yaml"))
         if duplicated:
-            return _Outcome(None, duplicated, [])
-    platform_findings, skipped = _platform_report(store if p.key else None, p.key, platform, check)
-    notes = [f"{name}: {s}" for s in skipped]
-    if c.overcommit:
+            return None, duplicated, []
+    report = _platform_report(stats.platforms, p.key, platform, p.check)
+    notes = [f"{name}: {s}" for s in report.skipped]
+    if p.cluster.overcommit:
         notes.append(f"{name}: overcommit is allowed by overlays/{name}/cluster.yaml")
-    extra_findings = check(extra).findings if extra else ()
+    extra_findings = p.check(extra).findings if extra else ()
     clock.lap("validate")
-    if p.pack is not None and not extra:
+    if not extra:  # objects the Component adds belong to no tenant: nothing of this cluster is kept
         for i in storable:
-            value = _encode(finished[i])
-            if value is not None:
-                p.pack.put(TENANT_ENTRY, p.keys[i], value)
-        p.pack.save()
-    extra_files, problems = _files(extra)
+            p.results.store(p.keys[i], finished[i])
+        p.results.save()
+    extra_files, problems = output.files_of(extra)
     tree_problems += problems
-    ordered = [finished[i] for i in range(len(p.tenants))]
-    findings = _once_per_run([*platform_findings, *(f for d in ordered for f in d.findings), *extra_findings])
+    findings = once_per_run([*report.findings, *(f for d in ordered for f in d.findings), *extra_findings])
     tree: dict[str, bytes] = {}
     if not tree_problems:
         files = [*platform_files, *(f for d in ordered for f in d.files), *extra_files]
-        for obj, (path, data) in zip(objects, files, strict=True):
-            if path in tree:
-                tree_problems.append(obj.origin.finding("object-name", f"{obj.key} would overwrite {path}"))
-            tree[path] = data
+        tree, tree_problems = output.assemble(objects, files)
     clock.lap("serialise")
     if tree_problems:
-        return _Outcome(None, [*findings, *tree_problems], notes)
-    return _Outcome(ClusterResult(name, tuple(objects), dict(sorted(tree.items()))), findings, notes)
+        return None, [*findings, *tree_problems], notes
+    return ClusterResult(name, tuple(objects), tree), findings, notes
 
 
-def _stats(
-    store: Cache | None,
-    clock: _Clock,
-    hits: int = 0,
-    misses: int = 0,
-    rendered: tuple[tuple[str, str], ...] = (),
-    shards: int = 0,
-    kustomize_seconds: float = 0.0,
-) -> Stats:
-    return Stats(
-        str(store.directory) if store is not None else None,
-        hits,
-        misses,
-        store.corrupt if store is not None else 0,
-        rendered,
-        shards,
-        kustomize_seconds,
-        dict(clock.seconds),
-    )
+def _platform_report(
+    platforms: memo.Memo[memo.PlatformReport],
+    cluster_key: str | None,
+    objects: list[RenderedObject],
+    check: Checker,
+) -> memo.PlatformReport:
+    """The validation of a platform layer, from the memo when these exact objects (bodies and where
+    each field came from) were validated before for this cluster."""
+    key = memo.platform_key(cluster_key, objects) if cluster_key else None
+    report = platforms.lookup(key) if key else None
+    if report is None:
+        checked = check(objects)
+        report = memo.PlatformReport(tuple(checked.findings), tuple(checked.skipped))
+        if key:
+            platforms.store(key, report)
+    return report
+
+
+# ------------------------------------------------------------------------------ keys, clock, stats
+
+
+class _Keys:
+    """The cluster keys of one run (`cachekey`): None when there is no cache, or when a cluster's
+    kustomizations name something outside the staged files."""
+
+    def __init__(self, store: Cache | None, kustomize: bool, catalog: rules.Catalog) -> None:
+        self.store, self.kustomize = store, kustomize
+        self.tool = ""
+        if store is not None and kustomize:
+            with contextlib.suppress(PipelineError):
+                self.tool = store.tool_version(proc.kustomize_command())
+        self.catalog = json.dumps(
+            sorted((n, e.resource, list(e.selectors)) for n, e in catalog.classes.items())
+        )
+
+    def cluster(self, c: Cluster, stage: build.Stage | None, crd_dir: Path | None) -> str | None:
+        if self.store is None or (stage is not None and not stage.hermetic()):
+            return None
+        return cachekey.key(
+            "cluster",
+            software=cachekey.software(),
+            kustomize_version=self.tool,
+            kustomize_run=str(self.kustomize),
+            catalog=self.catalog,
+            cluster_name=c.name,
+            kueue_version=c.kueue_version,
+            kubernetes_version=c.kubernetes_version,
+            staged_files=stage.digest() if stage is not None else "",
+            crd_dir=str(crd_dir),
+            crd_files=cachekey.tree_digest(crd_dir) if crd_dir is not None else "",
+        )
+
+
+@dataclasses.dataclass
+class _Clock:
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    last: float = dataclasses.field(default_factory=time.perf_counter)
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - self.last
+        self.last = now
+
+
+@dataclasses.dataclass
+class _Stats:
+    """Counts gathered during a run, and the platform reports' memo."""
+
+    store: Cache | None
+    clock: _Clock
+    platforms: memo.Memo[memo.PlatformReport] = dataclasses.field(default_factory=lambda: memo.platform(None))
+    rendered: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    hits: int = 0
+    misses: int = 0
+    shards: int = 0
+    kustomize_seconds: float = 0.0
+
+    def count(self, p: _Cluster) -> None:
+        self.hits += p.results.hits
+        self.misses += p.results.misses
+        self.shards += p.running.shards
+        self.kustomize_seconds += p.running.seconds
+
+    def done(self) -> Stats:
+        return Stats(
+            str(self.store.directory) if self.store is not None else None,
+            self.hits,
+            self.misses,
+            self.store.corrupt if self.store is not None else 0,
+            tuple(self.rendered),
+            self.shards,
+            self.kustomize_seconds,
+            dict(self.clock.seconds),
+            self.platforms.hits,
+            self.platforms.misses,
+        )

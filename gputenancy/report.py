@@ -1,4 +1,4 @@
-"""Findings as text, GitHub workflow commands or JSON (plans are formatted in plan.py)."""
+"""Findings as text, GitHub workflow commands or JSON (plans are formatted in deliver/planview.py)."""
 
 from __future__ import annotations
 

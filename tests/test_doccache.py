@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench import fleet
-from gputenancy import cache, cli, engine
+from gputenancy import cache, cachekey, cli, engine
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs import source
 from gputenancy.inputs.source import MAX_DEPTH, MAX_FILE_BYTES, Document
@@ -236,7 +236,7 @@ def test_an_edited_file_is_parsed_again(tmp_path: Path, monkeypatch: pytest.Monk
     assert source.load(copy, root, cache=store) == source.load(copy, root)
     assert source.load(copy, root, cache=store).path == "tenants/copy.yaml"
     # other software: other keys
-    monkeypatch.setattr(source, "software", lambda: "another version")
+    monkeypatch.setattr(cachekey, "software", lambda: "another version")
     assert source.load(path, root, cache=store) == after
     assert len(_entries(store.directory)) == 4
 
@@ -256,7 +256,7 @@ def test_checks_before_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     def refuse(*parts: Any) -> str:
         raise AssertionError("hashed a file that is refused")
 
-    monkeypatch.setattr(source, "digest", refuse)
+    monkeypatch.setattr(cachekey, "digest", refuse)
     for path, findings in expected.items():
         assert _outcome(path, root, store) == findings
     refused = [f.rule for findings in expected.values() if isinstance(findings, list) for f in findings]
@@ -358,7 +358,7 @@ def test_packs_no_run_opened_for_a_while_are_removed_when_another_is_written(tmp
 
 def test_packs_spread_entries_by_key_and_rewrite_only_the_pack_that_changed(tmp_path: Path) -> None:
     store = cache.Cache(tmp_path / "cache")
-    keys = [cache.digest(str(i)) for i in range(64)]
+    keys = [cachekey.digest(str(i)) for i in range(64)]
     packs = store.packs("k", "cluster")
     for key in keys:
         packs.put("k", key, key[-4:])

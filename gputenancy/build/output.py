@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from gputenancy import fastyaml
 from gputenancy.findings import Finding, PipelineError
 from gputenancy.objects import RenderedObject, to_yaml
 
@@ -67,6 +68,31 @@ def tree_of(objects: Sequence[RenderedObject]) -> dict[str, bytes]:
     if findings:
         raise PipelineError(findings)
     return dict(sorted(tree.items()))
+
+
+def files_of(objects: Sequence[RenderedObject]) -> tuple[list[tuple[str, bytes]], list[Finding]]:
+    """The generated/ path and bytes of each object, or the findings of those that cannot be written."""
+    files, findings = [], []
+    for obj in objects:
+        try:
+            files.append((object_path(obj), fastyaml.dump(obj.body).encode()))
+        except PipelineError as exc:
+            findings.extend(exc.findings)
+    return files, findings
+
+
+def assemble(
+    objects: Sequence[RenderedObject], files: Sequence[tuple[str, bytes]]
+) -> tuple[dict[str, bytes], list[Finding]]:
+    """The tree of `objects` from their `files_of` (sorted by path), and a finding for each object
+    whose file another object's would overwrite."""
+    tree: dict[str, bytes] = {}
+    findings = []
+    for obj, (path, data) in zip(objects, files, strict=True):
+        if path in tree:
+            findings.append(obj.origin.finding("object-name", f"{obj.key} would overwrite {path}"))
+        tree[path] = data
+    return dict(sorted(tree.items())), findings
 
 
 def read_tree(directory: Path) -> dict[str, bytes]:

@@ -47,8 +47,8 @@ Loaded files in the cache
 Parsing a file with marks costs several times as much as reading the result back from JSON (about
 0.4-1 ms against 0.1 ms for a tenant file), so with a cache, `load` keeps each loaded `Document`
 (data, marks, key marks, warnings) as a JSON entry of kind ``source``, keyed by a sha256 over the
-file's repository-relative path, its bytes and `cache.software()` (this package's code and the
-versions of PyYAML and libyaml). A hit is the Document a fresh parse gives. Only the parse is
+file's repository-relative path, its bytes and `cachekey.software()` (this package's files and the
+versions of Python, PyYAML and libyaml). A hit is the Document a fresh parse gives. Only the parse is
 skipped: the path, file type and size checks run first on every load, and a file with errors is
 never stored. An entry that does not have exactly the shape written here, or whose values could not
 have come from a parse (non-finite floats, nesting deeper than `MAX_DEPTH`, integers outside 64
@@ -66,7 +66,8 @@ from types import MappingProxyType
 
 import yaml
 
-from gputenancy.cache import Entries, digest, software
+from gputenancy import cachekey
+from gputenancy.cache import Entries
 from gputenancy.findings import Origin, PipelineError, Severity
 from gputenancy.inputs.doccache import from_entry, to_entry
 from gputenancy.inputs.document import (
@@ -141,7 +142,7 @@ def load(
     data = read_bounded(real, where, max_bytes)
     if cache is None or len(data) > max_bytes:
         return _load_bytes(data, shown, max_bytes)
-    key = digest(CACHE_ENTRY, software(), shown, data)
+    key = cachekey.source(shown, data)
     value = cache.get(CACHE_ENTRY, key)
     if value is not None:
         cached = from_entry(value, shown)

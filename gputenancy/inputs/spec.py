@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputenancy.cache import Cache, Entries, digest, software
+from gputenancy import cachekey
+from gputenancy.cache import Cache, Entries
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.builders import build_cluster, build_platform, build_tenant
 from gputenancy.inputs.records import (
@@ -60,7 +61,7 @@ def load_model(
     (`source.load`, the entries kept in one pack); schema checks and records are made on every
     call."""
     findings: list[Finding] = []
-    pack = cache.pack(CACHE_ENTRY, digest(CACHE_ENTRY, software())) if cache is not None else None
+    pack = cache.pack(CACHE_ENTRY, cachekey.source_pack()) if cache is not None else None
     try:
         platform = _load_platform(root, findings, pack)
         clusters = _load_clusters(root, cluster, findings, pack)

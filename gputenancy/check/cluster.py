@@ -1,0 +1,81 @@
+"""The checks of one cluster, as the engine calls them: the merged Kueue Configuration and the Helm values
+the pipeline owns before the build (`configuration`), the built objects after it (`Checker`, one tenant's
+objects at a time), and the notes `validate_objects` gives once per call kept once per run
+(`once_per_run`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from gputenancy.check import configcheck, helmgates, validate
+from gputenancy.findings import Finding
+from gputenancy.inputs.spec import Cluster
+from gputenancy.objects import RenderedObject
+from gputenancy.render.kueueconfig import KueueConfig
+
+# validate_objects reports these once per call; tenants are validated one call each, so keep the first.
+_ONCE_PER_RUN = ("crd-cel-unsupported", "k8s-version-unsupported")
+
+
+def crd_dir_for(schemas: Path | None, kueue_version: str) -> Path | None:
+    """<schemas>/kueue/<version>/crds, or <schemas>/<version>/crds, or None."""
+    if schemas is None:
+        return None
+    for candidate in (schemas / "kueue" / kueue_version / "crds", schemas / kueue_version / "crds"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def configuration(c: Cluster, config: KueueConfig) -> list[Finding]:
+    """What Kueue `c.kueue_version` would refuse in the merged Configuration, and a Helm
+    `managerConfig` set by hand (the pipeline writes it). A feature-gate conflict with the chart's
+    values is reported at those values in the overlay (`helmgates`)."""
+    gate_flag = helmgates.chart_passes_feature_gates(c)
+    findings = helmgates.at_the_overlay(
+        c,
+        configcheck.check_configuration(
+            config.body, c.kueue_version, origin_of=config.origin_of, feature_gates_flag=gate_flag
+        ),
+        config.origin_of,
+    )
+    if c.install == "helm" and c.helm is not None and "managerConfig" in c.helm.values:
+        findings.append(
+            c.document.origin("kueue", "helm", "values", "managerConfig").finding(
+                "cluster-install",
+                "kueue.helm.values.managerConfig is written by the pipeline from base/ and "
+                "kueue.config; set the Configuration there",
+            )
+        )
+    return findings
+
+
+class Checker:
+    """Validation of built objects against one cluster's versions and CRDs (`crd_dir`, or none)."""
+
+    def __init__(self, c: Cluster, crd_dir: Path | None) -> None:
+        self.cluster, self.crd_dir = c, crd_dir
+
+    def __call__(self, objects: Sequence[RenderedObject]) -> validate.ValidationReport:
+        return validate.validate_objects(
+            objects,
+            kueue_version=self.cluster.kueue_version,
+            kubernetes_version=self.cluster.kubernetes_version,
+            crd_dir=self.crd_dir,
+        )
+
+
+def once_per_run(findings: Sequence[Finding]) -> list[Finding]:
+    """`findings` with the repeats of the notes reported once per validation call left out."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for f in findings:
+        if f.rule in _ONCE_PER_RUN:
+            kind = f.message.split(" ", 1)[0] if f.rule == "crd-cel-unsupported" else ""
+            what = (kind, f.message[f.message.find("CEL rule") :] if kind else f.rule)
+            if what in seen:
+                continue
+            seen.add(what)
+        out.append(f)
+    return out
