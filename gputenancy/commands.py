@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gputenancy import engine, report, ruleindex
+from gputenancy import engine, report
+from gputenancy.check import ruleindex
 from gputenancy.findings import PipelineError, Severity
 from gputenancy.hints import did_you_mean
 

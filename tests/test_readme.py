@@ -10,7 +10,7 @@ import re
 import pytest
 import trees
 
-from gputenancy import ruleindex
+from gputenancy.check import ruleindex
 from gputenancy.cli import _parser
 
 README = (trees.REPO / "README.md").read_text()
