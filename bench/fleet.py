@@ -197,6 +197,7 @@ def _tenant(
     namespaces = [f"{name}-{s}" for s in rng.sample(NAMESPACE_SUFFIXES, rng.randint(2, 4))]
     budgets: dict[str, list[dict[str, Any]]] = {}
     classes_on: dict[str, set[str]] = {}
+    most: dict[str, dict[str, int]] = {}  # cluster -> class -> the largest nominal count of one flavor
     flavors_on: dict[str, list[str]] = {}
     for c in picked:
         flavors = sorted(rng.sample(c.flavors, rng.randint(1, min(2, len(c.flavors)))), key=c.flavors.index)
@@ -209,6 +210,7 @@ def _tenant(
             classes.update(devices)
             for cls, n in devices.items():
                 usage[(c.name, flavor, RESOURCE_OF[cls])] += n
+                most.setdefault(c.name, {})[cls] = max(n, most.get(c.name, {}).get(cls, 0))
             usage[(c.name, flavor, "cpu")] += res["cpu"]
             usage[(c.name, flavor, "memory")] += res["memory"]
         budgets[c.name] = entries
@@ -242,10 +244,12 @@ def _tenant(
     for i in range(rng.randint(1, 3)):
         cls = rng.choice(every) if i == 0 and every else rng.choice(union)
         claim: dict[str, Any] = {"name": f"{cls.split('.')[0]}-x{i + 1}", "deviceClass": cls}
-        count = rng.choice((1, 1, 2, 4, 8)) if cls == GPU else 1
+        where = [c.name for c in picked if cls in classes_on[c.name]]
+        # a claim no flavor can hold would be refused (claim-admissible): at most one flavor's nominal count
+        fits = min(most[c][cls] for c in where)
+        count = min(rng.choice((1, 1, 2, 4, 8)), fits) if cls == GPU else 1
         if count != 1 or rng.random() < 0.3:
             claim["count"] = count
-        where = [c.name for c in picked if cls in classes_on[c.name]]
         if len(where) < len(picked):
             claim["clusters"] = where
         if i > 0 and rng.random() < 0.4:
@@ -388,15 +392,22 @@ def generate(out: Path, tenants: int, *, seed: int = 1) -> Fleet:
 
 
 def edit_one(root: Path, name: str | None = None) -> str:
-    """Change one tenant so that its rendered objects change (the count of its first claim template);
-    returns the tenant's name. Budgets and capacity are untouched, so the fleet stays valid."""
+    """Change one tenant so that its rendered objects change (the count of its first claim template, one
+    less, or a selector added or removed when it asks for one device); returns the tenant's name. Budgets
+    and capacity are untouched, so the fleet stays valid."""
     paths = sorted((root / "tenants").glob("*.yaml"))
     path = root / "tenants" / f"{name}.yaml" if name else paths[len(paths) // 2]
     text = path.read_text(encoding="utf-8")
     header, _, body = text.partition("\n")
     doc = yaml.safe_load(body)
     claim = doc["claimTemplates"][0]
-    claim["count"] = int(claim.get("count", 1)) % 8 + 1
+    count = int(claim.get("count", 1))
+    if count > 1:
+        claim["count"] = count - 1
+    elif claim.get("selectors"):
+        del claim["selectors"]
+    else:
+        claim["selectors"] = ["device.driver == 'gpu.nvidia.com'"]
     path.write_text(header + "\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
     return str(doc["name"])
 

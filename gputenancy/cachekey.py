@@ -14,6 +14,9 @@ Kinds of keys (a key holds the digest of another by naming that kind among its i
   cluster's tenant packs (`cache.Packs`).
 - ``tenant``: one tenant's finished result on one cluster (built objects, generated/ files, findings).
 - ``platform``: the validation report of one cluster's platform layer.
+- ``built``: the checks on one cluster's built objects (`check.postbuild`), which look at every tenant
+  of the cluster at once; its ``tenant`` part is the digest of the keys of every tenant on the cluster,
+  in order.
 - ``source-pack`` and ``source``: the pack of loaded input files, and one loaded file in it.
 - ``tool``: the `version` output of a kustomize executable, so runs do not start it only to ask.
 
@@ -41,6 +44,8 @@ DISTRIBUTIONS = (
     "jsonschema",
     "jsonschema-rs",
     "common-expression-language",
+    "cel-expr-python",
+    "protobuf",
     "kubernetes-validate",
 )
 """The libraries that parse, render, validate and serialise: their versions are in ``software``."""
@@ -91,6 +96,7 @@ KEYS: Mapping[str, tuple[str, ...]] = {
     ),
     "tenant": ("cluster", "tenant_record"),
     "platform": ("cluster", "platform_objects"),
+    "built": ("cluster", "tenant"),
     "source-pack": ("software",),
     "source": ("software", "path", "file_bytes"),
     "tool": ("executable", "size", "mtime"),

@@ -172,6 +172,7 @@ def _run(
     catalog = rules.effective_catalog(model)
     keys = _Keys(store, kustomize, catalog)
     stats = _Stats(store, clock, platforms=memo.platform(store))
+    built_memo = memo.built(store)
     notes: list[str] = []
     results: dict[str, ClusterResult] = {}
     with contextlib.ExitStack() as stack:
@@ -244,7 +245,27 @@ def _run(
             notes.extend(more_notes)
             if result is not None:
                 results[p.cluster.name] = result
+                # 6. the last word: the chain, Kueue support and canonical form on the built objects
+                findings.extend(_check_built(p, model, catalog, result, built_memo))
     return Result(model, results, tuple(sorted(set(findings))), tuple(notes), stats.done())
+
+
+def _check_built(
+    p: _Cluster,
+    model: Model,
+    catalog: rules.Catalog,
+    result: ClusterResult,
+    found: memo.Memo[tuple[Finding, ...]],
+) -> list[Finding]:
+    from gputenancy.check import postbuild
+
+    key = memo.built_key(p.key, p.keys) if p.key else None
+    done = found.lookup(key) if key else None
+    if done is None:
+        done = tuple(postbuild.check(model, p.cluster, catalog, result.objects, kustomized=p.kustomized))
+        if key:
+            found.store(key, done)
+    return list(done)
 
 
 def _finish(

@@ -5,9 +5,10 @@ one; `Memo.save` writes what was stored. The engine asks before it renders a ten
 validated; no stage decides anything about caching. Keys come from `cachekey`. Without a cache a Memo
 misses every lookup and keeps nothing, so a run takes the same path either way.
 
-Two kinds of results: a tenant's on one cluster (`Finished`: built objects, their generated/ files and
-the validation findings about them), kept in the cluster's packs; and the validation report of a
-cluster's platform layer (`PlatformReport`), one cache entry each. Entries are JSON of plain data; one
+Three kinds of results: a tenant's on one cluster (`Finished`: built objects, their generated/ files and
+the validation findings about them), kept in the cluster's packs; the validation report of a
+cluster's platform layer (`PlatformReport`), one cache entry each; and the findings of the checks on a
+cluster's built objects (`built`), one cache entry each. Entries are JSON of plain data; one
 that checks out but does not decode is a miss, counted in `Cache.corrupt`.
 """
 
@@ -26,6 +27,7 @@ from gputenancy.objects import RenderedObject
 
 TENANT_ENTRY = "tenant"
 PLATFORM_ENTRY = "platform"
+BUILT_ENTRY = "built"
 T = TypeVar("T")
 
 
@@ -105,6 +107,15 @@ def platform(store: Cache | None) -> Memo[PlatformReport]:
     return Memo(store, PLATFORM_ENTRY, _encode_report, _decode_report)
 
 
+def built(store: Cache | None) -> Memo[tuple[Finding, ...]]:
+    """The findings of the checks on a cluster's built objects, one cache entry per cluster."""
+    return Memo(store, BUILT_ENTRY, _findings, _decode_built)
+
+
+def built_key(cluster_key: str, tenant_keys: Sequence[str]) -> str:
+    return cachekey.key("built", cluster=cluster_key, tenant=cachekey.digest(*tenant_keys))
+
+
 def tenant_key(cluster_key: str, tenant: object) -> str:
     return cachekey.key("tenant", cluster=cluster_key, tenant_record=repr(tenant))
 
@@ -172,6 +183,13 @@ def _decode(cluster: str, value: Any) -> Finished | None:
     except (KeyError, TypeError, ValueError):
         return None
     return Finished(tuple(objects), tuple(files), findings)
+
+
+def _decode_built(value: Any) -> tuple[Finding, ...] | None:
+    try:
+        return _read_findings(value)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _encode_report(report: PlatformReport) -> dict[str, Any]:

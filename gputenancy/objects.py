@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,8 +76,28 @@ class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[mi
         return True
 
 
+# Strings a YAML 1.2 reader (Go's YAML, and so kustomize, kubectl and Argo CD) takes for numbers, while
+# PyYAML's YAML 1.1 resolver writes some of them plain: `30e9`, `7500e-3`, `0o17`, `1_000`. Quoted, they
+# stay strings for every reader (a quantity written plain as `30e9` reaches the API server as the number
+# 30000000000 and is stored as `30G`: endless drift).
+_NUMBER_LIKE = re.compile(
+    r"[-+]?(?:[0-9][0-9_]*|0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+"
+    r"|(?:\.[0-9][0-9_]*|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF))"
+    r"|\.(?:nan|NaN|NAN)"
+)
+
+
+# Kubernetes quantities (`500m`, `1792Gi`, `30e9`) are written quoted too: one form, a string to every
+# reader, whatever the suffix.
+_QUANTITY = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+|[KMGTPE]i|[numkMGTPE])?")
+
+
+def _quoted(value: str) -> bool:
+    return bool(_NUMBER_LIKE.fullmatch(value) or _QUANTITY.fullmatch(value))
+
+
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
+    style = "|" if "\n" in value else "'" if _quoted(value) else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

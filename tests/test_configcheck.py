@@ -572,10 +572,21 @@ def test_dcm_capacity_name(name: str, ok: bool) -> None:
     assert (check(cfg) == []) is ok
 
 
-def test_dcm_with_dra_disabled_is_a_warning() -> None:
+@pytest.mark.parametrize("version", ["v0.18.1", "v0.19.2"])
+def test_dcm_with_dra_disabled_is_an_error(version: str) -> None:
+    # kueue pkg/controller/core/workload_controller.go: with KueueDRAIntegration off and
+    # KueueDRARejectWorkloadsWhenDRADisabled on (its default), a workload that uses DRA is made Inadmissible.
     cfg = dcm(mapping("example.com/gpu", "gpu.example.com"), gates={"KueueDRAIntegration": False})
-    findings = check(cfg, "v0.18")
-    assert rules(findings, None) == [DCM] and findings[0].severity is Severity.WARNING
+    findings = only(check(cfg, version), DCM)
+    assert len(findings) == 1
+    assert "Inadmissible" in findings[0].message and "enable KueueDRAIntegration" in findings[0].message
+    # without the rejection gate the mappings are ignored instead: still an error, another consequence
+    cfg = dcm(
+        mapping("example.com/gpu", "gpu.example.com"),
+        gates={"KueueDRAIntegration": False, "KueueDRARejectWorkloadsWhenDRADisabled": False},
+    )
+    findings = only(check(cfg, version), DCM)
+    assert len(findings) == 1 and "counts no DRA device" in findings[0].message
 
 
 # --- feature gates ---------------------------------------------------------------------------------------

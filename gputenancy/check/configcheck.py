@@ -9,7 +9,8 @@ here mirror that startup path for the supported Kueue versions (see `kueuegates.
   section's rule for type errors), against the field tables of `gputenancy.check.configfields`;
 - `resources.deviceClassMappings` (`kueue-config-device-class-mappings`; the per-mapping checks are in
   `gputenancy.check.dramappings`);
-- feature gates (`kueue-feature-gate-unknown`, `-locked`, `-dependency`, `-conflict`);
+- feature gates (`kueue-feature-gate-unknown`, `-locked`, `-conflict`; `-dependency` from the per-version
+  start-up rules of `gputenancy.versions.startup`);
 - `waitForPodsReady` (`kueue-config-wait-for-pods-ready`);
 - integrations, resource transformations, quotaCheckStrategy, managedJobsNamespaceSelector and the smaller
   value checks of the other sections (`kueue-config-invalid`).
@@ -26,11 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputenancy.check import dramappings
+from gputenancy.check import configloader, dramappings, startuprules
 from gputenancy.check.configcontext import (
     CONSUMABLE_GATE,
     DRA_GATE,
-    DRA_SUBGATES,
     KIND,
     MAX_DEVICE_CLASS_MAPPINGS,
     PARTITIONABLE_GATE,
@@ -39,6 +39,7 @@ from gputenancy.check.configcontext import (
     RULE_GATE_DEPENDENCY,
     RULE_GATE_LOCKED,
     RULE_GATE_UNKNOWN,
+    RULE_INVALID,
     RULE_UNKNOWN_FIELD,
     RULE_VERSION,
     Context,
@@ -64,7 +65,7 @@ from gputenancy.check.configsections import (
     check_resources,
     check_wait_for_pods_ready,
 )
-from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.findings import Finding, Origin
 from gputenancy.versions import gates as kueuegates
 
 # --- feature gates ---------------------------------------------------------------------------------------
@@ -121,14 +122,10 @@ def _check_feature_gates(ctx: Context, config: Mapping[str, Any], feature_gates_
                 f"cannot set feature gate {name} to {str(value).lower()}, feature is locked to "
                 f"{str(gate.default).lower()} ({gate.stage} in Kueue {ctx.minor}){hint}",
             )
-    if DRA_GATE not in ctx.gates or ctx.gate_on(DRA_GATE):
-        return
-    for sub in DRA_SUBGATES:
-        if sub in ctx.gates and ctx.gate_on(sub):
-            explicit = sub in declared
-            where = (*path, sub) if explicit else (*path, DRA_GATE)
-            note = "" if explicit else f" ({sub} is on by default in Kueue {ctx.minor}; set it to false too)"
-            ctx.emit(RULE_GATE_DEPENDENCY, where, f"{sub} requires {DRA_GATE} to be enabled{note}")
+    for where, message in startuprules.gate_dependency_problems(
+        ctx.minor, ctx.effective, declared, lambda g: g in ctx.gates and ctx.gates[g].default
+    ):
+        ctx.emit(RULE_GATE_DEPENDENCY, where, message)
 
 
 # --- deviceClassMappings ---------------------------------------------------------------------------------
@@ -155,13 +152,9 @@ def _check_device_class_mappings(ctx: Context, config: Mapping[str, Any]) -> Non
             base,
             f"Too many: {len(mappings)}: must have at most {MAX_DEVICE_CLASS_MAPPINGS} items",
         )
-    if DRA_GATE in ctx.gates and not ctx.gate_on(DRA_GATE):
-        ctx.emit(
-            RULE_DEVICE_CLASS_MAPPINGS,
-            base,
-            f"{DRA_GATE} is disabled, so Kueue ignores deviceClassMappings",
-            Severity.WARNING,
-        )
+    dead = startuprules.mappings_gate_problem(ctx.minor, ctx.effective)
+    if dead is not None:  # the cause is the gate: the finding goes where it is turned off
+        ctx.emit(RULE_DEVICE_CLASS_MAPPINGS, ("featureGates", DRA_GATE), dead)
     disabled_sources = {
         kind: f"{kind} sources require {gate} to be enabled{_gate_state(ctx, gate)}"
         for kind, gate in (("counter", PARTITIONABLE_GATE), ("capacity", CONSUMABLE_GATE))
@@ -221,6 +214,8 @@ def check_configuration(
     check_resources(ctx, config)
     check_namespace_selector(ctx, config)
     check_other_sections(ctx, config)
+    for path, message in configloader.problems(config, minor):
+        ctx.emit(RULE_INVALID, path, message)
     return findings
 
 

@@ -27,11 +27,6 @@ RULE_INVALID = "kueue-config-invalid"
 KIND = "Configuration"
 
 DRA_GATE = "KueueDRAIntegration"
-DRA_SUBGATES = (
-    "KueueDRAIntegrationExtendedResource",
-    "KueueDRAIntegrationPartitionableDevices",
-    "KueueDRAIntegrationConsumableCapacity",
-)
 PARTITIONABLE_GATE = "KueueDRAIntegrationPartitionableDevices"
 CONSUMABLE_GATE = "KueueDRAIntegrationConsumableCapacity"
 QUOTA_CHECK_GATE = "QuotaCheckStrategy"

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gputenancy.check import celtypes
 from gputenancy.check.admission import MAPPING, Problem, get_in, label_problems, mapping_items, string_items
 from gputenancy.check.celext import cel
 from gputenancy.check.names import (
@@ -83,7 +84,8 @@ def _device_count(dev: Mapping[str, Any]) -> int | None:
 
 @functools.lru_cache(maxsize=4096)
 def cel_selector_error(expression: str) -> str | None:
-    """Why the API server would refuse a DRA CEL selector, or None: size, syntax, undeclared names."""
+    """Why the API server would refuse a DRA CEL selector, or None: size, syntax, undeclared names, types
+    (`gputenancy.check.celtypes`)."""
     if len(expression.encode()) > MAX_CEL_BYTES:
         return f"must be no more than {MAX_CEL_BYTES} bytes, got {len(expression.encode())}"
     try:
@@ -96,7 +98,7 @@ def cel_selector_error(expression: str) -> str | None:
     unknown = sorted(set(program.variables()) - bound)
     if unknown:
         return f"compilation failed: undeclared reference to {unknown[0]!r} (the only variable is 'device')"
-    return None
+    return celtypes.type_error(expression)
 
 
 def dra_request_name(body: Mapping[str, Any]) -> Iterator[Problem]:
@@ -268,10 +270,12 @@ def dra_deviceclass_limits(body: Mapping[str, Any]) -> Iterator[Problem]:
 
 
 def dra_cel_selector(body: Mapping[str, Any]) -> Iterator[Problem]:
-    """CEL selectors are at most 10 KiB, compile, and use no variable but `device`.
+    """CEL selectors are at most 10 KiB, compile, use no variable but `device`, and type check against
+    the DRA CEL environment (`device.driver` string, `device.attributes[domain].name` typed values,
+    `device.capacity[domain].name` quantities) to a bool, as the API server compiles them.
 
     Passes: device.driver == 'gpu.nvidia.com'.
-    Fails: device.driver == ; devices.driver == 'x'.
+    Fails: device.driver == ; devices.driver == 'x'; device.atributes['gpu.nvidia.com'].x; device.driver == 1.
     """
     for path, selectors in _selectors(body):
         for i, sel in mapping_items(selectors):

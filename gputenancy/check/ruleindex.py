@@ -1,10 +1,11 @@
 """Every rule id a finding can carry, with what it checks and a failing and a passing example:
 `python pipeline.py rules` lists them, `python pipeline.py rules ID` explains one.
 
-Three sources: the model rules (`policy.rules.RULES`, each documented by its docstring), the admission
-rules of Kueue's webhooks and of DRA (`check.webhooks.RULES`), and the table below for the rules
+Four sources: the model rules (`policy.rules.RULES`, each documented by its docstring), the admission
+rules of Kueue's webhooks and of DRA (`check.webhooks.RULES`), the rules on the built objects
+(`check.postbuild.RULES`), and the table below for the rules
 that live in the reader, the schemas, the Kueue Configuration checks, the build, the object
-validation, plan and publish. A rule registered in either registry appears here without more work.
+validation, plan and publish. A rule registered in any of those registries appears here without more work.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
-from gputenancy.check import webhooks
+from gputenancy.check import postbuild, webhooks
 from gputenancy.policy import rules
 
 
@@ -441,11 +442,27 @@ def _model_doc(rule_id: str, doc: str) -> RuleDoc:
 
 
 def all_rules() -> list[RuleDoc]:
-    """Every rule id, in stage order: read, schema, model, configuration, build, objects, plan, publish."""
+    """Every rule id, in stage order: read, schema, model, configuration, build, objects, admission,
+    built, plan, publish."""
     out = [RuleDoc(*row) for row in _TABLE]
     out += [_model_doc(rule_id, fn.__doc__ or "") for rule_id, fn in rules.RULES.items()]
     out += [dataclasses.replace(_model_doc(r.id, r.doc), stage="admission") for r in webhooks.RULES]
-    order = ("read", "schema", "model", "configuration", "build", "objects", "admission", "plan", "publish")
+    out += [
+        dataclasses.replace(_model_doc(i, fn.__doc__ or ""), stage="built")
+        for i, fn in postbuild.RULES.items()
+    ]
+    order = (
+        "read",
+        "schema",
+        "model",
+        "configuration",
+        "build",
+        "objects",
+        "admission",
+        "built",
+        "plan",
+        "publish",
+    )
     seen: dict[str, RuleDoc] = {}
     for doc in sorted(out, key=lambda d: order.index(d.stage) if d.stage in order else len(order)):
         seen.setdefault(doc.id, doc)

@@ -230,7 +230,19 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
             path=a.get("path", "generated").strip("/"),
             origin=doc.key_origin("argocd"),
         )
-    return Platform(doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd)
+    pod_requests = tuple(
+        (
+            name,
+            c.quantity(doc, ("minimumPodRequests", name), raw, "quantity"),
+            doc.origin("minimumPodRequests", name),
+        )
+        for name, raw in (d.get("minimumPodRequests") or {}).items()
+    )
+    if c.findings:
+        raise PipelineError(c.findings)
+    return Platform(
+        doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd, pod_requests
+    )
 
 
 def build_cluster(doc: Document, directory: str) -> Cluster:

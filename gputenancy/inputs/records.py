@@ -146,6 +146,11 @@ class Platform:
     kueue_config: Document
     owners: tuple[str, ...] = ()
     argocd: ArgoCD | None = None
+    # the least a pod asks for: (resource, quantity, where it is stated); DEFAULT_POD_REQUESTS when unset
+    pod_requests: tuple[tuple[str, quantity.Quantity, Origin], ...] = ()
+
+
+DEFAULT_POD_REQUESTS = (("cpu", "100m"), ("memory", "128Mi"))
 
 
 @dataclasses.dataclass(frozen=True)
