@@ -28,3 +28,23 @@ def test_the_suite_passes_after_a_team_changes_tenants_and_overlays() -> None:
     assert "$ pipeline.py render" in out and "ok: 4 tenants, 3 clusters" in out, out
     assert result.returncode == 0, out
     assert "the test suite passed" in out
+
+
+def test_no_test_reads_the_live_example_content() -> None:
+    """The checkout's own tenants/, base/, overlays/, generated/, CODEOWNERS and ApplicationSet are the
+    team's; tests use tests/fixtures/repo (trees.FIXTURE, trees.example) instead."""
+    import re
+
+    live = re.compile(
+        r"(?:\bREPO|trees\.REPO)\s*/\s*(?:\"(?:tenants|base|overlays|generated)\b|ownership\.PATH|appset\.PATH|"
+        r"\"\.github\"\s*/\s*\"CODEOWNERS|\"argocd\"\s*/\s*\"applicationset)|"
+        r"(?:engine\.run|load_model|check_only)\(\s*(?:trees\.)?REPO\b|\"--root\",\s*str\(\s*trees\.REPO\b"
+    )
+    offenders = []
+    for path in sorted((trees.REPO / "tests").glob("*.py")):
+        text = path.read_text()
+        if path.name == "test_render.py":  # its REPO is the fixture
+            assert "REPO = trees.FIXTURE" in text
+            continue
+        offenders += [f"{path.name}: {m.group(0)}" for m in live.finditer(text)]
+    assert offenders == []
