@@ -191,7 +191,6 @@ def _json_fields(fields: list[tuple[str, Any]]) -> Any:
 def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
     data: dict[str, Any] = dataclasses.asdict(c, dict_factory=_json_fields)
     data["files"] = [{"op": _OPS[f[0]], "path": f[2:]} for f in c.files]
-    data.pop("grants", None)
     return {
         **data,
         "changed": c.changed,
