@@ -69,7 +69,7 @@ def _engine_stages(stats: Any) -> dict[str, float]:
 def measure(op: str, root: Path, schemas: Path | None) -> dict[str, Any]:
     """Run one operation through the pipeline's Python API; returns what it did and how long it took."""
     from gputenancy import engine
-    from gputenancy.build import output
+    from gputenancy.build import output, swap
     from gputenancy.deliver import plan
 
     started = time.perf_counter()
@@ -79,7 +79,7 @@ def measure(op: str, root: Path, schemas: Path | None) -> dict[str, Any]:
     clock = time.perf_counter()
     if op == "render" and not result.failed:
         trees = {name: c.tree for name, c in result.clusters.items()}
-        changed = output.write_trees(root / output.GENERATED, trees, prune=True)
+        changed = swap.write_trees(root, root / output.GENERATED, trees, prune=True)
     elif op.startswith("plan") and not result.failed:
         trees_before, label = plan.read_against(root, None)
         p = plan.build(result, trees_before, label=label)

@@ -53,10 +53,12 @@ _DISABLED = frozenset({"", "0", "off", "false", "no", "none"})
 
 
 def location(root: Path, environ: Mapping[str, str] | None = None) -> Path | None:
-    """The cache directory for `root`: $GPUTENANCY_CACHE, else root/.gputenancy-cache; None when off."""
+    """The cache directory for `root`: $GPUTENANCY_CACHE, else root/.gputenancy-cache; None when off
+    (and when root/.gputenancy-cache is a symlink: a branch must not make runs write elsewhere)."""
     value = (os.environ if environ is None else environ).get(ENV)
     if value is None:
-        return root / DIRECTORY
+        default = root / DIRECTORY
+        return None if default.is_symlink() else default
     if value.strip().lower() in _DISABLED:
         return None
     return Path(value).expanduser()

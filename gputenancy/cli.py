@@ -195,6 +195,11 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
     trees = {name: c.tree for name, c in result.clusters.items()}
     parent = root / output.GENERATED
     if check:
+        from gputenancy.build import swap
+
+        refused = swap.guard(root, parent)
+        if refused:
+            raise PipelineError(refused)
         stale_dirs = (
             []
             if cluster
@@ -207,6 +212,9 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
             else []
         )
         differences = [
+            f"{d}: leftover of an interrupted run (generated-leftover)" for d in swap.leftovers(parent)
+        ]
+        differences += [
             f"{name}: {d}"
             for name, tree in trees.items()
             for d in output.diff_paths(tree, output.read_tree(parent / name))
@@ -223,8 +231,15 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
             return 1
         print(f"generated/ is up to date ({sum(len(t) for t in trees.values())} files)")
         return 0
-    changed = output.write_trees(parent, trees, prune=cluster is None)
-    changed += _write_files(root, _derived_files(result.model))
+    from gputenancy.build import swap
+
+    cleaned = swap.prepare(root, parent)
+    if cleaned:
+        print(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
+    derived = _derived_files(result.model)
+    _stale_files(root, derived)  # refuses linked paths before anything is written
+    changed = swap.write_trees(root, parent, trees, prune=cluster is None)
+    changed += _write_files(root, derived)
     print(f"rendered {sum(len(t) for t in trees.values())} files; changed: {', '.join(changed) or 'nothing'}")
     return 0
 
@@ -248,6 +263,11 @@ def _generated_by_us(path: Path) -> bool:
 
 
 def _stale_files(root: Path, files: dict[str, bytes | None]) -> list[str]:
+    from gputenancy.build import swap
+
+    refused = [f for f in (swap.confined_file(root, rel) for rel in sorted(files)) if f is not None]
+    if refused:
+        raise PipelineError(refused)
     out = []
     for rel, want in sorted(files.items()):
         path = root / rel
@@ -287,14 +307,33 @@ def _write_files(root: Path, files: dict[str, bytes | None]) -> list[str]:
     return changed
 
 
+def boundary_docs() -> dict[str, str]:
+    """Documentation of the rules that guard the trust boundary outside the model rules: reads
+    confined to the repository, kustomizations, amounts, the swap of generated/."""
+    from gputenancy.build import swap
+    from gputenancy.inputs import amounts, confine, kustomizations
+
+    return {**confine.DOCS, **kustomizations.DOCS, **amounts.DOCS, **swap.DOCS}
+
+
+def _boundary_documentation() -> str:
+    return "".join(f"\n### `{rule}`\n\n{doc.strip()}\n" for rule, doc in boundary_docs().items())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from gputenancy import interrupt
+
     with (
+        interrupt.handled() as stopped,
         cache.disabled(args.no_cache),
         engine.without_cycle_collection(),
         progress.ticker(f"pipeline.py {args.command}", sys.stderr),
     ):
-        return _main(args)
+        try:
+            return _main(args)
+        except interrupt.Interrupted as exc:
+            return stopped(exc)
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -22,17 +22,45 @@ def _fail(tool: str, message: str) -> PipelineError:
     return PipelineError([Finding(tool, 0, 0, Severity.ERROR, "tool", message)])
 
 
+_running: set[subprocess.Popen[str]] = set()
+_stopping = False
+
+
+def stop_all() -> None:
+    """Kill every process started by `run` that is still running, and refuse new ones, so that a
+    signal ends a run without waiting for kustomize. Safe in a signal handler: no lock is taken."""
+    global _stopping
+    _stopping = True
+    for process in list(_running):
+        process.kill()
+
+
+def resume() -> None:
+    """Allow `run` again (at the start of a command, after an earlier one was stopped)."""
+    global _stopping
+    _stopping = False
+
+
 def run(cmd: Sequence[str], *, cwd: Path | None = None, check: bool = True, timeout: float = 600) -> Result:
     """Run a command; on failure raise PipelineError showing command, rc, stdout and stderr."""
     exe = shutil.which(cmd[0])
     if exe is None:
         raise _fail(cmd[0], f"command not found: {cmd[0]}")
+    if _stopping:
+        raise _fail(cmd[0], "not started: the run is stopping")
+    process = subprocess.Popen(  # noqa: S603 - argv list, no shell
+        [exe, *cmd[1:]], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    _running.add(process)
     try:
-        done = subprocess.run(  # noqa: S603 - argv list, no shell
-            [exe, *cmd[1:]], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
-        )
+        out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
         raise _fail(cmd[0], f"timed out after {timeout:.0f}s: {' '.join(cmd)}") from None
+    finally:
+        _running.discard(process)
+    done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
     result = Result(done.returncode, done.stdout, done.stderr)
     if check and result.rc != 0:
         raise _fail(

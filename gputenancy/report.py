@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Sequence
 
+from gputenancy import safetext
 from gputenancy.findings import Finding, Severity, ordered
 
 FORMATS = ("text", "github", "json")
@@ -29,6 +30,39 @@ def summary(findings: Sequence[Finding]) -> str:
     return f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}"
 
 
+MAX_PER_RULE = 50
+"""Findings of one rule printed per run; the rest are counted in one note. Whatever the size of
+the input, the output stays bounded (messages and paths are clipped too: `safetext`)."""
+
+
+def bounded(findings: Sequence[Finding]) -> tuple[list[Finding], list[str]]:
+    """Findings with visible, clipped paths and messages, at most MAX_PER_RULE per rule, root causes
+    first (`findings.ordered`); and notes for those left out."""
+    shown: list[Finding] = []
+    left_out: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for f in ordered(findings):
+        count[f.rule] = count.get(f.rule, 0) + 1
+        if count[f.rule] > MAX_PER_RULE:
+            left_out[f.rule] = left_out.get(f.rule, 0) + 1
+            continue
+        shown.append(
+            Finding(
+                safetext.line(f.path, safetext.MAX_PATH),
+                f.line,
+                f.col,
+                f.severity,
+                safetext.line(f.rule, 80),
+                safetext.line(f.message),
+            )
+        )
+    notes = [
+        f"{n} more {rule} finding{'s' if n != 1 else ''} not shown (at most {MAX_PER_RULE} per rule)"
+        for rule, n in sorted(left_out.items())
+    ]
+    return shown, notes
+
+
 _PAINT = {"error": "\033[1;31m", "warning": "\033[33m", "note": "\033[36m"}
 
 
@@ -42,7 +76,9 @@ def _painted(f: Finding) -> str:
 def format_findings(
     findings: Sequence[Finding], fmt: str, notes: Sequence[str] = (), *, color: bool = False
 ) -> str:
-    in_order = ordered(findings)
+    total = list(findings)
+    in_order, capped = bounded(total)
+    notes = [*(safetext.line(n) for n in notes), *capped]
     if fmt == "json":
         return (
             json.dumps(
@@ -59,7 +95,7 @@ def format_findings(
                         for f in in_order
                     ],
                     "notes": list(notes),
-                    "summary": summary(in_order),
+                    "summary": summary(total),
                 },
                 indent=2,
             )
@@ -78,5 +114,5 @@ def format_findings(
             lines.append(_painted(f) if color else f.format())
     lines.extend(f"note: {n}" for n in notes)
     if in_order:
-        lines.append(summary(in_order))
+        lines.append(summary(total))
     return "\n".join(lines) + ("\n" if lines else "")

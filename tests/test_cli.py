@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trees
 
-from gputenancy.build import output
+from gputenancy.build import output, swap
 from gputenancy.cli import main
 
 LOCATED = re.compile(
@@ -155,10 +155,10 @@ def test_large_trees_are_written_and_replaced_whole(tmp_path: Path) -> None:
 
     parent = tmp_path / "generated"
     first = {"a": tree(1, 3000), "b": tree(1, 10)}
-    assert output.write_trees(parent, first) == ["a", "b"]
+    assert swap.write_trees(tmp_path, parent, first) == ["a", "b"]
     assert {n: output.read_tree(parent / n) for n in first} == first
     second = {"a": tree(2, 2000), "b": tree(1, 10)}
-    assert output.write_trees(parent, second) == ["a"]
+    assert swap.write_trees(tmp_path, parent, second) == ["a"]
     assert {n: output.read_tree(parent / n) for n in second} == second
     assert sorted(p.name for p in parent.iterdir()) == ["a", "b"]
 
@@ -168,7 +168,7 @@ def test_a_failing_writer_thread_leaves_generated_as_it_was(
 ) -> None:
     parent = tmp_path / "generated"
     before = {"a": {f"k/obj-{i}.yaml": b"v: 1\n" for i in range(1000)}}
-    output.write_trees(parent, before)
+    swap.write_trees(tmp_path, parent, before)
     real_write = output._write_files
     calls = []
 
@@ -181,7 +181,7 @@ def test_a_failing_writer_thread_leaves_generated_as_it_was(
     monkeypatch.setattr(output, "_write_files", failing_write)
     after = {"a": {f"k/obj-{i}.yaml": b"v: 2\n" for i in range(1000)}}
     with pytest.raises(OSError, match="disk full"):
-        output.write_trees(parent, after)
+        swap.write_trees(tmp_path, parent, after)
     assert len(calls) > 1
     assert output.read_tree(parent / "a") == before["a"]
     assert [p.name for p in parent.iterdir()] == ["a"]

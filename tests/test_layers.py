@@ -14,7 +14,20 @@ import trees
 PACKAGE = trees.REPO / "gputenancy"
 STAGES = ("versions", "inputs", "policy", "render", "build", "check", "deliver")
 LEAVES = frozenset(
-    {"findings", "objects", "proc", "cache", "cachekey", "memo", "fastyaml", "report", "hints", "progress"}
+    {
+        "findings",
+        "objects",
+        "proc",
+        "cache",
+        "cachekey",
+        "memo",
+        "fastyaml",
+        "report",
+        "safetext",
+        "interrupt",
+        "hints",
+        "progress",
+    }
 )
 TOP = ("engine", "clihelp", "commands", "cli")
 """Above the stages: the engine, then the command line (its help texts, the commands that are not a

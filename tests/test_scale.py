@@ -23,7 +23,7 @@ import yaml
 from bench import fleet
 from gputenancy import cache, cli, engine, fastyaml, objects
 from gputenancy.build import kustomize as build
-from gputenancy.findings import Origin
+from gputenancy.findings import Origin, PipelineError
 from gputenancy.inputs import spec
 
 TENANTS = 70
@@ -211,7 +211,7 @@ def _types(hint: Any) -> list[type]:
     return out
 
 
-def test_remote_bases_turn_the_cache_off_for_their_cluster(tmp_path: Path) -> None:
+def test_remote_bases_are_refused_before_staging(tmp_path: Path) -> None:
     root = trees.example(tmp_path, generated=False)
     component = root / "overlays/prod/tenants/kustomization.yaml"
     component.write_text(
@@ -222,8 +222,9 @@ def test_remote_bases_turn_the_cache_off_for_their_cluster(tmp_path: Path) -> No
     component.write_text(
         component.read_text() + "components:\n  - https://github.com/acme/kustomize//tenants?ref=v1\n"
     )
-    with build.Stage(root, "prod") as stage:
-        assert not stage.hermetic()
+    with pytest.raises(PipelineError) as refused:
+        build.Stage(root, "prod")
+    assert [f.rule for f in refused.value.findings] == ["kustomize-remote"]
 
 
 def test_no_cache_flag_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,7 +32,6 @@ import concurrent.futures
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -42,7 +41,8 @@ from typing import Any
 import yaml
 
 from gputenancy import fastyaml, proc
-from gputenancy.findings import Finding, Origin, PipelineError, Severity
+from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.inputs import confine, kustomizations
 from gputenancy.objects import ObjectKey, RenderedObject, key_of, to_yaml
 
 PLATFORM_DIR = "_platform"
@@ -54,8 +54,6 @@ the flat bottom of the curve, and smaller shards spread better over the workers.
 GOGC = "400"
 """Go garbage-collector target for kustomize processes (unless GOGC is set): they live for a fraction
 of a second, and collecting less often saves about a fifth of their CPU time."""
-KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-_REMOTE = ("://", "git@", "github.com/", "gitlab.com/", "bitbucket.org/")
 Body = dict[str, Any]
 
 
@@ -121,53 +119,6 @@ def _objects(text: str) -> list[Body]:
     return [d for d in docs if isinstance(d, dict)]
 
 
-def _check_overlay(root: Path, cluster: str) -> list[Finding]:
-    path = root / "overlays" / cluster / "kustomization.yaml"
-    rel = path.relative_to(root).as_posix()
-    if not path.is_file():
-        return [
-            Finding(
-                rel,
-                0,
-                0,
-                Severity.ERROR,
-                "cluster-kustomization",
-                f"{rel} is required (resources: [../../base, {PLATFORM_DIR}])",
-            )
-        ]
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    listed = [str(r).rstrip("/") for r in (data.get("resources") or [])] if isinstance(data, dict) else []
-    if PLATFORM_DIR not in listed:
-        return [
-            Finding(
-                rel,
-                1,
-                1,
-                Severity.ERROR,
-                "cluster-kustomization",
-                f"{rel} must list {PLATFORM_DIR!r} in resources: "
-                "it is where the pipeline puts the rendered cluster layer",
-            )
-        ]
-    return []
-
-
-def _remote(path: Path) -> bool:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
-        return False  # kustomize fails on it anyway
-    if not isinstance(data, dict):
-        return False
-    if data.get("helmCharts") or data.get("helmGlobals"):
-        return True
-    return any(
-        isinstance(entry, str) and any(marker in entry for marker in _REMOTE)
-        for field in ("resources", "components", "bases")
-        for entry in (data.get(field) or [])
-    )
-
-
 class _Packer:
     """Shards of at most `size` objects, filled group by group; a group is split only where it does not
     fit (a group larger than a shard fills whole shards). `add` returns the shards it closed."""
@@ -205,15 +156,17 @@ class Stage:
     fixed for the build and can be hashed (`digest`). Use as a context manager."""
 
     def __init__(self, root: Path, cluster: str) -> None:
-        problems = _check_overlay(root, cluster)
+        base, problems = confine.walk(root, "base")
+        overlay, more = confine.walk(root, f"overlays/{cluster}")
+        problems += more + kustomizations.check(root, cluster)
         if problems:
             raise PipelineError(problems)
         self.cluster = cluster
         self._tmp = tempfile.TemporaryDirectory(prefix="gputenancy-")
         self.path = Path(self._tmp.name)
         try:
-            shutil.copytree(root / "base", self.path / "base", symlinks=False)
-            shutil.copytree(root / "overlays" / cluster, self.overlay, symlinks=False)
+            confine.copy(base, self.path / "base")
+            confine.copy(overlay, self.overlay)
         except BaseException:
             self._tmp.cleanup()
             raise
@@ -233,13 +186,10 @@ class Stage:
         self._tmp.cleanup()
 
     def hermetic(self) -> bool:
-        """False when a kustomization names something outside the staged files (a remote base or
-        component: a URL or a git address), whose changes `digest` cannot see."""
-        return not any(
-            _remote(path)
-            for path in self.path.rglob("*")
-            if path.name in KUSTOMIZATION_FILES and path.is_file()
-        )
+        """True: kustomizations that name anything outside the staged files (remote bases, paths
+        outside base/ and the overlay, helm charts, plugins) are refused before staging
+        (`inputs.kustomizations`), so `digest` sees all that kustomize reads."""
+        return True
 
     def digest(self) -> str:
         """sha256 over every staged file (relative path and bytes): all that kustomize can read."""

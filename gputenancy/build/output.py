@@ -19,12 +19,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from gputenancy import fastyaml
-from gputenancy.findings import Finding, PipelineError
+from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.objects import RenderedObject, to_yaml
 
 GENERATED = "generated"
 _SAFE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+
+MAX_TREE_FILE_BYTES = 16 * 1024 * 1024
+"""Largest file read back from a generated tree (a committed file can be anything)."""
 
 Tree = Mapping[str, bytes]  # POSIX path relative to generated/<cluster>/ -> file content
 
@@ -108,6 +111,10 @@ def read_tree(directory: Path) -> dict[str, bytes]:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append((entry.path, f"{rel}/"))
                 elif entry.is_file(follow_symlinks=False):
+                    if entry.stat(follow_symlinks=False).st_size > MAX_TREE_FILE_BYTES:
+                        message = f"larger than {MAX_TREE_FILE_BYTES} bytes, far beyond any rendered object; remove it"
+                        shown = f"{directory.parent.name}/{directory.name}/{rel}"
+                        raise PipelineError([Finding(shown, 0, 0, Severity.ERROR, "source-size", message)])
                     files.append((rel, entry.path))
     files.sort()
     out = {}
@@ -160,7 +167,7 @@ def _write_files(base: str, items: Sequence[tuple[str, bytes]]) -> None:
 
 
 @contextlib.contextmanager
-def _staged(parent: Path, trees: Mapping[str, Tree]) -> Iterator[dict[str, Path]]:
+def staged(parent: Path, trees: Mapping[str, Tree]) -> Iterator[dict[str, Path]]:
     parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=parent))
     try:
@@ -172,34 +179,3 @@ def _staged(parent: Path, trees: Mapping[str, Tree]) -> Iterator[dict[str, Path]
         yield out
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def write_trees(parent: Path, trees: Mapping[str, Tree], *, prune: bool = False) -> list[str]:
-    """Replace parent/<name> by each tree: everything is written to a staging directory first, then each
-    directory is swapped in with renames, so a failure while writing leaves `parent` as it was. With
-    `prune`, directories of parent not in `trees` are removed (clusters that no longer exist).
-    Returns the names of the directories that changed.
-    """
-    changed = [n for n, t in trees.items() if read_tree(parent / n) != dict(t)]
-    stale = (
-        sorted(
-            p.name
-            for p in parent.iterdir()
-            if p.is_dir() and not p.name.startswith(".") and p.name not in trees
-        )
-        if prune and parent.is_dir()
-        else []
-    )
-    if not changed and not stale:
-        return []
-    with _staged(parent, {n: trees[n] for n in changed}) as staged:
-        for name in changed:
-            target = parent / name
-            old = parent / f".old-{name}-{os.getpid()}"
-            if target.exists():
-                target.rename(old)
-            staged[name].rename(target)
-            shutil.rmtree(old, ignore_errors=True)
-    for name in stale:
-        shutil.rmtree(parent / name)
-    return sorted([*changed, *stale])

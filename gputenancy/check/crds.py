@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from gputenancy import fastyaml
+from gputenancy.check import schemafiles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +34,7 @@ _CRD_KIND = re.compile(r"^    kind: ['\"]?([A-Za-z0-9]+)['\"]?$", re.M)
 
 def read_crds(file: Path) -> dict[tuple[str, str], Crd]:
     found: dict[tuple[str, str], Crd] = {}
-    for doc in fastyaml.load_all(file.read_text(encoding="utf-8")):
+    for doc in schemafiles.load_all(file):
         if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
             continue
         spec = doc.get("spec") or {}
@@ -77,7 +77,7 @@ class CrdDirectory(Mapping[tuple[str, str], Crd]):
         self._loaded: dict[tuple[str, str], Crd] = {}
         self._parsed: set[Path] = set()
         for file in self._files:
-            guess = guess_kind(file.read_text(encoding="utf-8"))
+            guess = guess_kind(schemafiles.read_text(file))
             if guess is None or guess in self._where:
                 self._where = None
                 break

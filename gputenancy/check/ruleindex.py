@@ -3,7 +3,8 @@
 
 Four sources: the model rules (`policy.rules.RULES`, each documented by its docstring), the admission
 rules of Kueue's webhooks and of DRA (`check.webhooks.RULES`), the rules on the built objects
-(`check.postbuild.RULES`), and the table below for the rules
+(`check.postbuild.RULES`), the trust-boundary rules documented beside their code (`DOCS` of
+`inputs.confine`, `inputs.kustomizations`, `inputs.amounts`, `build.swap`), and the table below for the rules
 that live in the reader, the schemas, the Kueue Configuration checks, the build, the object
 validation, plan and publish. A rule registered in any of those registries appears here without more work.
 """
@@ -441,10 +442,32 @@ def _model_doc(rule_id: str, doc: str) -> RuleDoc:
     )
 
 
+def _boundary() -> list[RuleDoc]:
+    """The trust-boundary rules documented beside their code (reads, kustomizations, amounts, the swap)."""
+    from gputenancy.build import swap
+    from gputenancy.inputs import amounts, confine, kustomizations
+
+    docs = {**confine.DOCS, **kustomizations.DOCS, **amounts.DOCS, **swap.DOCS}
+    out = []
+    for rule_id, doc in docs.items():
+        stage = (
+            "read"
+            if rule_id.startswith("source-")
+            else "build"
+            if rule_id.startswith("kustomize-") or rule_id == "cluster-kustomization"
+            else "write"
+            if rule_id.startswith("generated-")
+            else "model"
+        )
+        out.append(dataclasses.replace(_model_doc(rule_id, doc), stage=stage))
+    return out
+
+
 def all_rules() -> list[RuleDoc]:
     """Every rule id, in stage order: read, schema, model, configuration, build, objects, admission,
-    built, plan, publish."""
-    out = [RuleDoc(*row) for row in _TABLE]
+    built, write, plan, publish."""
+    out = _boundary()  # first: their own documentation wins over the table's line
+    out += [RuleDoc(*row) for row in _TABLE]
     out += [_model_doc(rule_id, fn.__doc__ or "") for rule_id, fn in rules.RULES.items()]
     out += [dataclasses.replace(_model_doc(r.id, r.doc), stage="admission") for r in webhooks.RULES]
     out += [

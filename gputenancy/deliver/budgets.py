@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from gputenancy.deliver import mdsafe
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import Amount, Model, Tenant
 from gputenancy.policy import capacity as policy_capacity
@@ -178,8 +179,7 @@ def format_text(found: Sequence[Pool]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
+_md = mdsafe.text  # strings from input files land inert in markdown (the PR comment)
 
 
 GRANT_HEADER = (

@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 import git
 
-from gputenancy.findings import Finding, PipelineError, Severity
+from gputenancy.findings import Finding, Origin, PipelineError, Severity
 
 NAME = "gputenancy"
 EMAIL = "gputenancy@users.noreply.github.com"
@@ -63,6 +63,14 @@ def read_trees_at(commit: git.Commit, directory: str) -> dict[str, dict[str, byt
         tree = commit.tree / directory if directory not in ("", ".") else commit.tree
     except KeyError:
         return {}
+    if not isinstance(tree, git.Tree):  # a symlink or a file committed in place of the directory
+        raise PipelineError(
+            [
+                Origin(directory).finding(
+                    "generated-symlink", f"{directory} is not a directory at {commit.hexsha[:12]}"
+                )
+            ]
+        )
     out: dict[str, dict[str, bytes]] = {}
     strip = len(str(tree.path)) + 1 if tree.path else 0
     for item in tree.traverse():

@@ -20,7 +20,7 @@ from gputenancy.build import output
 from gputenancy.deliver import budgets
 from gputenancy.deliver import risks as more_risks
 from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tree, compare, load_objects
-from gputenancy.findings import Finding, Severity
+from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.objects import ObjectKey
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
@@ -275,6 +275,12 @@ def read_against(root: Path, against: str | None) -> tuple[dict[str, dict[str, b
     """The synced trees: generated/ of the work tree, a directory of <cluster>/ trees, or generated/
     at a git ref of the root's repository."""
     directory = root / output.GENERATED if against is None else Path(against)
+    if against is None:
+        from gputenancy.build import swap
+
+        refused = swap.guard(root, directory)  # a linked generated/ is never read
+        if refused:
+            raise PipelineError(refused)
     if directory.is_dir():
         found = {
             d.name: output.read_tree(d)

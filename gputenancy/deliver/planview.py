@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gputenancy import report
-from gputenancy.deliver import budgets
+from gputenancy import report, safetext
+from gputenancy.deliver import budgets, mdsafe
 from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (
     ACTIONS,
@@ -21,7 +21,6 @@ from gputenancy.deliver.plan import (
     show_value,
     value_change,
 )
-from gputenancy.findings import ordered
 from gputenancy.inputs.quantity import Quantity
 
 MAX_COMMENT = 65536
@@ -62,8 +61,13 @@ def summary(plan: Plan) -> str:
 
 
 def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None) -> str:
+    painted: set[str] = set()
+
     def paint(sign: str, text: str) -> str:
-        return f"{_COLOURS[sign]}{text}\033[0m" if color else text
+        shown = safetext.visible(text)
+        shown = f"{_COLOURS[sign]}{shown}\033[0m" if color else shown
+        painted.add(shown)
+        return shown
 
     lines = [f"plan against {plan.against}"]
     for c in plan.clusters:
@@ -91,6 +95,7 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         else []
     )
     lines.append(summary(plan))
+    lines = [line if line in painted else safetext.visible(line) for line in lines]
     if max_lines is not None and len(lines) > max_lines:
         lines = [
             *lines[: max_lines - 1],
@@ -100,20 +105,15 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
     return "\n".join(lines) + "\n"
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _code(text: str) -> str:
-    text = text.replace("|", "\\|")
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
+_md = mdsafe.text  # every tenant-controlled string goes through one of these two
+_code = mdsafe.code
 
 
 def _details(o: ObjectChange) -> str:
     tenant = f" (tenant {_md(o.tenant)})" if o.tenant else ""
     head = f"<b>{_md(o.cluster)}</b> {_md(o.key.kind)} <code>{_md(o.title.split(' ', 2)[2])}</code>{tenant}"
     if o.action != "changed":
-        return f"- **{o.action}** {head} (`{o.path}`)\n"
+        return f"- **{o.action}** {head} ({_code(o.path)})\n"
     rows = [
         f"| {_md(c.description)} | {_code(show_value(c.old, c.op != 'added'))} | "
         f"{_code(show_value(c.new, c.op != 'removed'))} |"
@@ -132,10 +132,10 @@ _CUT = (
 def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
     """The PR comment: summary, risks, capacity and findings first (never cut); per-object details
     after, cut with a note when the comment would exceed `limit` characters."""
-    head = ["## gputenancy plan", "", f"Against `{plan.against}`: **{summary(plan)}**", ""]
+    head = ["## gputenancy plan", "", f"Against {_code(plan.against)}: **{_md(summary(plan))}**", ""]
     head += ["| cluster | changed | added | removed | tenants |", "| --- | ---: | ---: | ---: | --- |"]
     head += [
-        f"| {c.name} | {' | '.join(str(c.count(a)) for a in ACTIONS)} | {_md(', '.join(c.tenants)) or '-'} |"
+        f"| {_md(c.name)} | {' | '.join(str(c.count(a)) for a in ACTIONS)} | {_md(', '.join(c.tenants)) or '-'} |"
         for c in plan.clusters
     ]
     if plan.risks:
@@ -143,29 +143,36 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
             "",
             "### ⚠️ Risks",
             "",
-            *(f"- **{_md(r.cluster or 'all')}** `{r.risk}`: {_md(r.message)}" for r in plan.risks),
+            *(f"- **{_md(r.cluster or 'all')}** {_code(r.risk)}: {_md(r.message)}" for r in plan.risks),
         ]
     for c in (c for c in plan.clusters if c.changed and c.capacity):
         head += [
             "",
-            f"### Capacity on {c.name}",
+            f"### Capacity on {_md(c.name)}",
             "",
             "| flavor | resource | nominal budget | capacity | use |",
         ]
         head += ["| --- | --- | ---: | ---: | --- |"]
         for r in c.capacity:
             bar = _code(_bar(r.after, r.capacity)) if r.capacity else ""
-            head.append(f"| {r.flavor} | {_md(r.resource)} | {_budget(r)} | {_q(r.capacity)} | {bar} |")
+            head.append(
+                f"| {_md(r.flavor)} | {_md(r.resource)} | {_md(_budget(r))} | {_md(_q(r.capacity))} | {bar} |"
+            )
     for name in dict.fromkeys(g.cluster for g in plan.grants):
         granted = [g for g in plan.grants if g.cluster == name]
-        head += ["", f"### What it grants on {name}", "", *budgets.GRANT_HEADER]
+        head += ["", f"### What it grants on {_md(name)}", "", *budgets.GRANT_HEADER]
         head += [budgets.grant_row(g) for g in granted[:MAX_GRANT_ROWS]]
         if len(granted) > MAX_GRANT_ROWS:
             head += ["", f"… and {len(granted) - MAX_GRANT_ROWS} more rows: run `python pipeline.py budgets`"]
     if plan.findings:
-        head += ["", "### Findings", "", "```", *(f.format() for f in ordered(plan.findings)), "```"]
+        listed = report.format_findings(list(plan.findings), "text").splitlines()
+        head += ["", "### Findings", "", mdsafe.fence(listed)]
     blocks = [_details(o) for c in plan.clusters for o in c.objects]
-    blocks += [f"- **{_OPS[f[0]]}** <b>{c.name}</b> file `{f[2:]}`\n" for c in plan.clusters for f in c.files]
+    blocks += [
+        f"- **{_OPS[f[0]]}** <b>{_md(c.name)}</b> file {_code(f[2:])}\n"
+        for c in plan.clusters
+        for f in c.files
+    ]
     text = "\n".join(head) + "\n" + ("\n### Changes\n\n" if blocks else "")
     budget = limit - len(text) - len(_CUT) - 40
     shown: list[str] = []
@@ -200,7 +207,9 @@ def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
 
 
 def to_json(plan: Plan) -> dict[str, Any]:
-    """The JSON document (schema `gputenancy.plan/v1`, documented in README.md)."""
+    """The JSON document (schema `gputenancy.plan/v1`, documented in README.md). Findings are
+    bounded as `report.bounded` prints them (at most 50 per rule, clipped, visible)."""
+    shown, capped = report.bounded(plan.findings)
     return {
         "schema": "gputenancy.plan/v1",
         "against": plan.against,
@@ -214,8 +223,8 @@ def to_json(plan: Plan) -> dict[str, Any]:
             for c in plan.clusters
         ],
         "risks": [dataclasses.asdict(r) for r in plan.risks],
-        "findings": [{**dataclasses.asdict(f), "severity": f.severity.value} for f in plan.findings],
-        "notes": list(plan.notes),
+        "findings": [{**dataclasses.asdict(f), "severity": f.severity.value} for f in shown],
+        "notes": [*(safetext.line(n) for n in plan.notes), *capped],
     }
 
 
@@ -248,7 +257,7 @@ def command(
         text = report.format_findings(found, "json" if fmt == "json" else findings_format, result.notes)
         if output_file is not None:
             listed = report.format_findings(found, "text")
-            failed = f"## gputenancy plan\n\n**validation failed**\n\n```\n{listed}```\n"
+            failed = f"## gputenancy plan\n\n**validation failed**\n\n{mdsafe.fence(listed.splitlines())}\n"
             output_file.write_text(failed if fmt == "markdown" else text, encoding="utf-8")
         emit(text)
         return 1

@@ -29,7 +29,7 @@ from typing import Any
 import git
 
 from gputenancy import engine, report
-from gputenancy.build import output
+from gputenancy.build import output, swap
 from gputenancy.deliver import gitrepo, plan, planview
 from gputenancy.findings import PipelineError
 
@@ -164,9 +164,8 @@ class _Job:
         self, repo: git.Repo, branch: str, parent: git.Commit | None, prefix: str, p: plan.Plan
     ) -> git.Commit | None:
         """Write <path>/<cluster>/ atomically, then commit the clusters that changed."""
-        output.write_trees(
-            Path(str(repo.working_tree_dir)) / prefix, _trees(self.result), prune=self.cluster is None
-        )
+        work_tree = Path(str(repo.working_tree_dir))
+        swap.write_trees(work_tree, work_tree / prefix, _trees(self.result), prune=self.cluster is None)
         pathspecs = [f"{prefix}/{c.name}" for c in p.clusters if c.changed]
         return gitrepo.commit_paths(
             repo,

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy.findings import Finding, Origin, PipelineError
-from gputenancy.inputs import quantity
+from gputenancy.inputs import amounts, quantity
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import (
     DEFAULT_KUEUE_NAMESPACE,
@@ -37,6 +37,20 @@ class _Collector:
     def add(self, origin: Origin, rule: str, message: str) -> None:
         self.findings.append(origin.finding(rule, message))
 
+    def device_count(
+        self, doc: Document, path: tuple[str | int, ...], raw: Any, q: quantity.Quantity
+    ) -> None:
+        """Device counts are whole numbers written plainly (`amounts.device_count_problem`)."""
+        try:
+            quantity.parse(raw)
+        except quantity.QuantityError:
+            return  # reported by `quantity`
+        problem = None if q.is_integer() else f"device counts must be whole numbers, got {raw!r}"
+        if problem is not None:
+            self.add(doc.origin(*path), "quantity", f"{dotted(path)}: {problem}")
+        elif (problem := amounts.device_count_problem(raw)) is not None:
+            self.add(doc.origin(*path), "device-count", f"{dotted(path)}: {problem}")
+
     def quantity(
         self, doc: Document, path: tuple[str | int, ...], value: Any, rule: str
     ) -> quantity.Quantity:
@@ -51,6 +65,9 @@ class _Collector:
             return quantity.parse(0)
         if q.is_negative():
             self.add(doc.origin(*path), rule, f"{dotted(path)}: must not be negative, got {value!r}")
+        beyond = amounts.range_problem(value, q)
+        if beyond is not None:
+            self.add(doc.origin(*path), "quantity-range", f"{dotted(path)}: {beyond}")
         return q
 
 
@@ -65,12 +82,8 @@ def _amount(c: _Collector, doc: Document, path: tuple[str | int, ...], raw: Any,
         sub = (*path, key) if isinstance(raw, dict) else path
         origins[key] = doc.key_origin(*sub)
         q = c.quantity(doc, sub, fields[key], "quantity")
-        if device and not q.is_integer():
-            c.add(
-                doc.origin(*sub),
-                "quantity",
-                f"{dotted(sub)}: device counts must be whole numbers, got {fields[key]!r}",
-            )
+        if device:
+            c.device_count(doc, sub, fields[key], q)
         values[key] = q
     nominal = values["nominal"]
     assert nominal is not None
@@ -240,8 +253,18 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
     )
     if c.findings:
         raise PipelineError(c.findings)
+    namespaces = d.get("tenantNamespaces", {})
     return Platform(
-        doc.path, classes, flavors, cohorts, kueue_config, tuple(d.get("owners", ())), argocd, pod_requests
+        doc.path,
+        classes,
+        flavors,
+        cohorts,
+        kueue_config,
+        tuple(d.get("owners", ())),
+        argocd,
+        pod_requests,
+        tuple(namespaces.get("reserved", ())),
+        tuple(namespaces.get("allowed", ())),
     )
 
 
@@ -279,12 +302,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         for name, value in raw.get("devices", {}).items():
             p = ("capacity", i, "devices", name)
             q = c.quantity(doc, p, value, "quantity")
-            if not q.is_integer():
-                c.add(
-                    doc.origin(*p),
-                    "quantity",
-                    f"{dotted(p)}: device counts must be whole numbers, got {value!r}",
-                )
+            c.device_count(doc, p, value, q)
             devs.append((name, q, doc.origin(*p)))
         res = [
             (

@@ -148,6 +148,8 @@ class Platform:
     argocd: ArgoCD | None = None
     # the least a pod asks for: (resource, quantity, where it is stated); DEFAULT_POD_REQUESTS when unset
     pod_requests: tuple[tuple[str, quantity.Quantity, Origin], ...] = ()
+    reserved_namespaces: tuple[str, ...] = ()  # tenantNamespaces.reserved: added to the built-in set
+    allowed_namespaces: tuple[str, ...] = ()  # tenantNamespaces.allowed: exempt from it
 
 
 DEFAULT_POD_REQUESTS = (("cpu", "100m"), ("memory", "128Mi"))

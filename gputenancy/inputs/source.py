@@ -40,7 +40,7 @@ its sexagesimal and timestamp forms left out, and only these results:
 Rule ids: source-read, source-not-regular, source-symlink, source-outside-root, source-size,
 source-empty, source-multidoc, source-encoding, source-tab, source-syntax, source-duplicate-key,
 source-alias, source-tag, source-ambiguous-bool (warning), source-key-type, source-depth,
-source-number.
+source-number, source-octal (warning: ``010`` is 8 here, 10 in YAML 1.2).
 
 Loaded files in the cache
 -------------------------

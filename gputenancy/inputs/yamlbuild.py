@@ -42,6 +42,7 @@ _INT = re.compile(
     |[-+]?0x[0-9a-fA-F_]+""",
     re.X,
 )
+_OCTAL = re.compile(r"[-+]?0[0-7_]*[0-7][0-7_]*")
 _AMBIGUOUS_BOOLS = frozenset({"yes", "no", "on", "off"})
 _YAML11_ONLY_BOOLS = frozenset({"y", "Y", "n", "N"})
 _TAG_PREFIX = "tag:yaml.org,2002:"
@@ -348,6 +349,14 @@ class Builder:
             if not INT_MIN <= value <= INT_MAX:
                 self.report(
                     mark, "source-number", f"integer {_clip(text)} is outside the signed 64-bit range"
+                )
+            elif _OCTAL.fullmatch(text):
+                self.report(
+                    mark,
+                    "source-octal",
+                    f"'{_clip(text)}' is read as octal {value} here but as decimal by YAML 1.2 readers;"
+                    " drop the leading zero or quote it",
+                    Severity.WARNING,
                 )
         elif isinstance(value, float):
             if not math.isfinite(value):

@@ -1,6 +1,7 @@
 """Named policy rules over the model: the one table of them (RULES), running them, and their documentation.
 
-Each rule is one function in its family's module (`placement`, `budgets`, `devices`, `capacity`) listed in
+Each rule is one function in its family's module (`placement`, `budgets`, `devices`, `capacity`,
+`boundary`) listed in
 RULES; its docstring is its documentation (`python pipeline.py rules` prints them) with a passing and a
 failing example.
 """
@@ -11,7 +12,7 @@ from collections.abc import Callable, Iterable
 
 from gputenancy.findings import Finding
 from gputenancy.inputs.spec import Model
-from gputenancy.policy import budgets, capacity, devices, placement
+from gputenancy.policy import boundary, budgets, capacity, devices, placement
 from gputenancy.policy.catalog import Catalog as Catalog
 from gputenancy.policy.catalog import effective_catalog as effective_catalog
 
@@ -34,6 +35,8 @@ RULES: dict[str, Rule] = {
     "claim-scope": devices.claim_scope,
     "mapping-limits": devices.mapping_limits,
     "capacity": capacity.capacity,
+    "cohort-cycle": boundary.cohort_cycle,
+    "namespace-reserved": boundary.namespace_reserved,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 
