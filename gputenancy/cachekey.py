@@ -61,7 +61,8 @@ INGREDIENTS: Mapping[str, str] = {
     # cluster
     "kustomize_version": "the `version` output of the kustomize executable found on PATH",
     "kustomize_run": "whether the run builds with kustomize at all",
-    "catalog": "the effective device-class catalog (class, quota resource, selectors)",
+    "catalog": "the effective device-class catalog (class, quota resource, selectors, capacity) and the "
+    "names of the HAMi device kind behind each of the cluster's flavors",
     "cluster_name": "the cluster's name",
     "kueue_version": "the cluster's Kueue version",
     "kubernetes_version": "the cluster's Kubernetes version",

@@ -356,8 +356,15 @@ class _Keys:
             with contextlib.suppress(PipelineError):
                 self.tool = store.tool_version(proc.kustomize_command())
         self.catalog = json.dumps(
-            sorted((n, e.resource, list(e.selectors)) for n, e in catalog.classes.items())
+            sorted(
+                (n, e.resource, list(e.selectors), list(e.capacity or ())) for n, e in catalog.classes.items()
+            )
         )
+        self.hami = catalog.hami
+
+    def _hami(self, cluster: str) -> str:
+        """The HAMi resource and quota names behind each flavor of the cluster (ClusterQueues cover them)."""
+        return json.dumps(sorted((f, d.names) for (c, f), d in self.hami.items() if c == cluster))
 
     def cluster(self, c: Cluster, stage: build.Stage | None, crd_dir: Path | None) -> str | None:
         if self.store is None or (stage is not None and not stage.hermetic()):
@@ -367,7 +374,7 @@ class _Keys:
             software=cachekey.software(),
             kustomize_version=self.tool,
             kustomize_run=str(self.kustomize),
-            catalog=self.catalog,
+            catalog=self.catalog + self._hami(c.name),
             cluster_name=c.name,
             kueue_version=c.kueue_version,
             kubernetes_version=c.kubernetes_version,

@@ -98,12 +98,16 @@ def test_lab_cluster_reference_setup(result: engine.Result) -> None:
 
 def test_chain_claim_template_to_mapping_to_cluster_queue(result: engine.Result) -> None:
     """Every RCT's DeviceClass is mapped, and the mapped resource is covered by the ClusterQueue that
-    the LocalQueue of the RCT's namespace points to."""
+    the LocalQueue of the RCT's namespace points to (clusters that share GPUs through classic HAMi
+    have no claim templates)."""
+    seen = 0
     for name, cluster in result.clusters.items():
         tree = dict(cluster.tree)
         config = _config(tree)
         mapped = {
-            c: m["name"] for m in config["resources"]["deviceClassMappings"] for c in m["deviceClassNames"]
+            c: m["name"]
+            for m in config["resources"].get("deviceClassMappings", [])
+            for c in m["deviceClassNames"]
         }
         queues = {d["metadata"]["namespace"]: d["spec"]["clusterQueue"] for d in docs(tree, "localqueue/")}
         covered = {
@@ -111,11 +115,12 @@ def test_chain_claim_template_to_mapping_to_cluster_queue(result: engine.Result)
             for d in docs(tree, "clusterqueue/")
         }
         rcts = docs(tree, "resourceclaimtemplate/")
-        assert rcts, name
+        seen += len(rcts)
         for rct in rcts:
             cls = rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"]
             assert cls in mapped, (name, cls)
             assert mapped[cls] in covered[queues[rct["metadata"]["namespace"]]], (name, rct["metadata"])
+    assert seen
 
 
 def _config(tree: dict[str, bytes]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tr
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.objects import ObjectKey
+from gputenancy.policy import hami
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
 from gputenancy.policy.catalog import effective_catalog
 
@@ -49,6 +50,7 @@ class CapacityRow:
     before: Quantity | None  # sum of nominalQuota in the synced ClusterQueues
     after: Quantity | None  # sum of nominal budgets in the model
     capacity: Quantity | None
+    unit: str = ""  # "MiB" or "percent" for HAMi memory and cores quotas (shown in GiB and percent)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +59,7 @@ class ClusterPlan:
     objects: tuple[ObjectChange, ...]
     files: tuple[str, ...]  # `+ path`, `- path`, `~ path`: files that differ without an object change
     capacity: tuple[CapacityRow, ...]
+    units: Mapping[str, str] = dataclasses.field(default_factory=dict)  # quota name -> "MiB" | "percent"
 
     def count(self, action: str) -> int:
         return sum(o.action == action for o in self.objects)
@@ -128,15 +131,23 @@ def capacity_rows(
     """Per flavor and resource: synced nominal quota (before), model budgets (after), capacity."""
     before, after, have = _before(synced), {}, {}
     record = result.model.clusters.get(cluster)
+    units = units_on(result, cluster)
     if record is not None and cluster in result.clusters:
         catalog = effective_catalog(result.model)
         after = usage_by_flavor(result.model, record, catalog)
         have = {k: v[0] for k, v in capacity_by_flavor(record, catalog).items()}
     rows = [
-        CapacityRow(*k, before.get(k), after.get(k), have.get(k))
+        CapacityRow(*k, before.get(k), after.get(k), have.get(k), units.get(k[1], ""))
         for k in sorted(before.keys() | after.keys() | have.keys())
     ]
     return [r for r in rows if any(q is not None and q.value for q in (r.before, r.after, r.capacity))]
+
+
+def units_on(result: engine.Result, cluster: str) -> dict[str, str]:
+    """HAMi quota names of the cluster that are shown in GiB and percent."""
+    if cluster not in result.model.clusters:
+        return {}
+    return hami.quota_units(effective_catalog(result.model), cluster)
 
 
 def _stop_policy(body: Mapping[str, Any] | None) -> str:
@@ -257,7 +268,13 @@ def build(
         }
         cqs = _cluster_queues(f"{label}/{name}", old, new_tree, rendered)
         clusters.append(
-            ClusterPlan(name, tuple(objects), tuple(files), tuple(capacity_rows(result, name, cqs)))
+            ClusterPlan(
+                name,
+                tuple(objects),
+                tuple(files),
+                tuple(capacity_rows(result, name, cqs)),
+                units_on(result, name),
+            )
         )
         extra, replaced = more_risks.more(name, objects, olds)
         risks += [r for r in _risks(name, objects, olds, cqs) if r.subject not in replaced]

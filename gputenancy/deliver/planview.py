@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ from gputenancy.deliver.plan import (
     show_value,
     value_change,
 )
-from gputenancy.inputs.quantity import Quantity
+from gputenancy.inputs import hami
+from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 
 MAX_COMMENT = 65536
 MAX_GRANT_ROWS = 60  # per cluster in the PR comment; `budgets` shows all
@@ -31,9 +32,29 @@ _SIGN = {"added": "+", "removed": "-", "changed": "~"}
 _OPS = {"+": "added", "-": "removed", "~": "changed"}
 
 
-def change_line(o: ObjectChange, c: Change) -> str:
-    """`prod ClusterQueue vision: nvidia.com/gpu nominalQuota on flavor h100: 8 → 6`"""
-    return f"{o.title}: {value_change(c)}"
+def change_line(o: ObjectChange, c: Change, units: Mapping[str, str] | None = None) -> str:
+    """`prod ClusterQueue vision: nvidia.com/gpu nominalQuota on flavor h100: 8 → 6`; HAMi memory and
+    cores quotas also in GiB and percent (`12288 → 16k (12Gi → 15.625Gi)`)."""
+    return f"{o.title}: {value_change(c)}{_human_change(c, units or {})}"
+
+
+def _human_change(c: Change, units: Mapping[str, str]) -> str:
+    names = [getattr(seg, "name", None) for seg in c.path]
+    unit = next((units[n] for n in names if isinstance(n, str) and n in units), "")
+    if not unit or not isinstance(c.path[-1], str) or not c.path[-1].endswith(("Quota", "Limit")):
+        return ""
+
+    def show(value: Any) -> str:
+        try:
+            return _human(parse(str(value)), unit) if value is not None else "(unset)"
+        except QuantityError:
+            return str(value)
+
+    return f" ({show(c.old)} → {show(c.new)})"
+
+
+def _human(q: Quantity, unit: str) -> str:
+    return hami.human(q, unit)
 
 
 def _bar(used: Quantity | None, cap: Quantity | None, width: int = 10) -> str:
@@ -45,12 +66,14 @@ def _bar(used: Quantity | None, cap: Quantity | None, width: int = 10) -> str:
     return f"{bar} {ratio:.0%}{' over capacity' if ratio > 1 else ''}"
 
 
-def _q(q: Quantity | None) -> str:
-    return q.canonical() if q is not None else "-"
+def _q(q: Quantity | None, unit: str = "") -> str:
+    return _human(q, unit) if q is not None else "-"
 
 
 def _budget(row: CapacityRow) -> str:
-    return _q(row.after) if row.before == row.after else f"{_q(row.before)} → {_q(row.after)}"
+    if row.before == row.after:
+        return _q(row.after, row.unit)
+    return f"{_q(row.before, row.unit)} → {_q(row.after, row.unit)}"
 
 
 def summary(plan: Plan) -> str:
@@ -78,13 +101,13 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         lines.append(f"{c.name}: {counts}{tenants}" if c.changed else f"{c.name}: no changes")
         for o in c.objects:
             s = _SIGN[o.action]
-            lines += [paint(s, f"  {s} {change_line(o, ch)}") for ch in o.changes] or [
+            lines += [paint(s, f"  {s} {change_line(o, ch, c.units)}") for ch in o.changes] or [
                 paint(s, f"  {s} {o.title} ({o.action}, {o.path})")
             ]
         lines += [paint(f[0], f"  {f[0]} {c.name} file {f[2:]}") for f in c.files]
         lines += [f"  nominal budget vs capacity on {c.name}:"] if c.changed and c.capacity else []
         for r in c.capacity if c.changed else ():
-            row = f"{r.flavor} {r.resource}: {_budget(r)} of {_q(r.capacity)}"
+            row = f"{r.flavor} {r.resource}: {_budget(r)} of {_q(r.capacity, r.unit)}"
             lines.append(f"    {row}  {_bar(r.after, r.capacity)}".rstrip())
         granted = [g for g in plan.grants if g.cluster == c.name]
         lines += [f"  what it grants on {c.name} (effective budgets):"] if granted else []
@@ -156,7 +179,7 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
         for r in c.capacity:
             bar = _code(_bar(r.after, r.capacity)) if r.capacity else ""
             head.append(
-                f"| {_md(r.flavor)} | {_md(r.resource)} | {_md(_budget(r))} | {_md(_q(r.capacity))} | {bar} |"
+                f"| {_md(r.flavor)} | {_md(r.resource)} | {_md(_budget(r))} | {_md(_q(r.capacity, r.unit))} | {bar} |"
             )
     for name in dict.fromkeys(g.cluster for g in plan.grants):
         granted = [g for g in plan.grants if g.cluster == name]
@@ -198,6 +221,11 @@ def _json_fields(fields: list[tuple[str, Any]]) -> Any:
 def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
     data: dict[str, Any] = dataclasses.asdict(c, dict_factory=_json_fields)
     data["files"] = [{"op": _OPS[f[0]], "path": f[2:]} for f in c.files]
+    for row in data["capacity"]:  # "unit" only on HAMi memory ("MiB") and cores ("percent") rows
+        if not row["unit"]:
+            del row["unit"]
+    if not c.units:
+        del data["units"]
     return {
         **data,
         "changed": c.changed,

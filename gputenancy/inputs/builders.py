@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy.findings import Finding, Origin, PipelineError
-from gputenancy.inputs import amounts, quantity
+from gputenancy.inputs import amounts, hami, quantity
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import (
     DEFAULT_KUEUE_NAMESPACE,
@@ -104,9 +104,18 @@ def _budgets(
             (name, _amount(c, doc, (*p, "resources", name), amt, False))
             for name, amt in item.get("resources", {}).items()
         )
-        if not devices and not res:
-            c.add(doc.origin(*p), "budget-empty", f"{dotted(p)}: a flavor budget needs devices or resources")
-        out.append(FlavorBudget(item["flavor"], devices, res, doc.origin(*p, "flavor")))
+        vgpu = None
+        if "hami" in item:
+            vgpu = hami.build_budget(
+                c.add, doc, (*p, "hami"), item["hami"], lambda q, raw: _amount(c, doc, q, raw, False)
+            )
+        if not devices and not res and vgpu is None:
+            c.add(
+                doc.origin(*p),
+                "budget-empty",
+                f"{dotted(p)}: a flavor budget needs devices, hami or resources",
+            )
+        out.append(FlavorBudget(item["flavor"], devices, res, doc.origin(*p, "flavor"), vgpu))
     return tuple(out)
 
 
@@ -143,6 +152,10 @@ def build_tenant(doc: Document) -> Tenant:
                     doc.origin("claimTemplates", i, "selectors", j)
                     for j in range(len(raw.get("selectors", ())))
                 ),
+                capacity=tuple(
+                    (name, c.quantity(doc, ("claimTemplates", i, "capacity", name), value, "quantity"))
+                    for name, value in raw.get("capacity", {}).items()
+                ),
             )
         )
     weight = None
@@ -163,15 +176,11 @@ def build_tenant(doc: Document) -> Tenant:
         default_budget=default,
         cluster_budgets=per_cluster,
         claim_templates=tuple(claims),
-        device_classes=tuple(
-            DeviceClassEntry(
-                raw["name"], raw["resource"], tuple(raw.get("selectors", ())), doc.origin("deviceClasses", i)
-            )
-            for i, raw in enumerate(d.get("deviceClasses", []))
-        ),
+        device_classes=tuple(_class_entry(doc, i, raw) for i, raw in enumerate(d.get("deviceClasses", []))),
         origin=doc.origin("name"),
         cohort_origin=doc.origin("cohort"),
         cluster_origins=tuple(doc.origin("clusters", i) for i in range(len(d.get("clusters", ())))),
+        vgpu_templates=hami.build_templates(c.add, doc, d.get("vgpuTemplates", [])),
     )
     if c.findings:
         raise PipelineError(c.findings)
@@ -183,9 +192,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
     d = doc.data
     classes: dict[str, DeviceClassEntry] = {}
     for i, raw in enumerate(d["deviceClasses"]):
-        entry = DeviceClassEntry(
-            raw["name"], raw["resource"], tuple(raw.get("selectors", ())), doc.origin("deviceClasses", i)
-        )
+        entry = _class_entry(doc, i, raw)
         if entry.name in classes:
             first = classes[entry.name].origin
             c.add(
@@ -243,6 +250,16 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
             path=a.get("path", "generated").strip("/"),
             origin=doc.key_origin("argocd"),
         )
+    devices: dict[str, hami.HamiDevice] = {}
+    for i, raw in enumerate(d.get("hami", [])):
+        dev = hami.build_device(doc, i, raw)
+        if dev.name in devices:
+            c.add(
+                dev.origin,
+                "catalog-duplicate",
+                f"HAMi device {dev.name!r} is already listed at line {devices[dev.name].origin.line}",
+            )
+        devices.setdefault(dev.name, dev)
     pod_requests = tuple(
         (
             name,
@@ -265,6 +282,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
         pod_requests,
         tuple(namespaces.get("reserved", ())),
         tuple(namespaces.get("allowed", ())),
+        hami=devices,
     )
 
 
@@ -312,7 +330,10 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
             )
             for name, value in raw.get("resources", {}).items()
         ]
-        capacity.append(Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i)))
+        vgpu = (
+            hami.build_capacity(c.add, doc, ("capacity", i, "hami"), raw["hami"]) if "hami" in raw else None
+        )
+        capacity.append(Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i), vgpu))
     k8s = d["kubernetesVersion"].lstrip("v")
     minor = int(k8s.split(".")[1])
     if minor < 34:
@@ -341,4 +362,15 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         destination=Destination(d["argocd"].get("server"), d["argocd"].get("name"))
         if "argocd" in d
         else None,
+    )
+
+
+def _class_entry(doc: Document, i: int, raw: dict[str, Any]) -> DeviceClassEntry:
+    cap = raw.get("capacity")
+    return DeviceClassEntry(
+        raw["name"],
+        raw["resource"],
+        tuple(raw.get("selectors", ())),
+        doc.origin("deviceClasses", i),
+        (cap["name"], cap["driver"]) if cap is not None else None,
     )

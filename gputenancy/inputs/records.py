@@ -10,23 +10,13 @@ from typing import Any
 
 from gputenancy.findings import Origin
 from gputenancy.inputs import quantity
+from gputenancy.inputs.amount import Amount as Amount
 from gputenancy.inputs.document import Document
+from gputenancy.inputs.hami import HamiBudget, HamiCapacity, HamiDevice, VgpuTemplate
 
 API_VERSION = "gputenancy.io/v1"
 DEFAULT_KUEUE_NAMESPACE = "kueue-system"
 CORE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
-
-
-@dataclasses.dataclass(frozen=True)
-class Amount:
-    nominal: quantity.Quantity
-    borrowing: quantity.Quantity | None
-    lending: quantity.Quantity | None
-    origin: Origin
-    field_origins: Mapping[str, Origin] = dataclasses.field(default_factory=dict)
-
-    def origin_of(self, field: str) -> Origin:
-        return self.field_origins.get(field, self.origin)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +27,7 @@ class FlavorBudget:
     devices: tuple[tuple[str, Amount], ...]
     resources: tuple[tuple[str, Amount], ...]
     origin: Origin
+    hami: HamiBudget | None = None  # classic HAMi vGPUs (gputenancy.inputs.hami)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +41,7 @@ class ClaimTemplate:
     origin: Origin
     class_origin: Origin
     selector_origins: tuple[Origin, ...] = ()
+    capacity: tuple[tuple[str, quantity.Quantity], ...] = ()  # exactly.capacity.requests
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +64,7 @@ class Tenant:
     origin: Origin
     cohort_origin: Origin
     cluster_origins: tuple[Origin, ...] = ()  # of each entry of `clusters`
+    vgpu_templates: tuple[VgpuTemplate, ...] = ()
 
     def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...] | None:
         return self.cluster_budgets.get(cluster, self.default_budget)
@@ -93,6 +86,8 @@ class DeviceClassEntry:
     resource: str
     selectors: tuple[str, ...]
     origin: Origin
+    # (capacity name, driver): Kueue charges the claims' capacity requests instead of the device count
+    capacity: tuple[str, str] | None = None
 
     @property
     def rendered(self) -> bool:
@@ -150,6 +145,7 @@ class Platform:
     pod_requests: tuple[tuple[str, quantity.Quantity, Origin], ...] = ()
     reserved_namespaces: tuple[str, ...] = ()  # tenantNamespaces.reserved: added to the built-in set
     allowed_namespaces: tuple[str, ...] = ()  # tenantNamespaces.allowed: exempt from it
+    hami: Mapping[str, HamiDevice] = dataclasses.field(default_factory=dict)
 
 
 DEFAULT_POD_REQUESTS = (("cpu", "100m"), ("memory", "128Mi"))
@@ -161,6 +157,7 @@ class Capacity:
     devices: tuple[tuple[str, quantity.Quantity, Origin], ...]
     resources: tuple[tuple[str, quantity.Quantity, Origin], ...]
     origin: Origin
+    hami: HamiCapacity | None = None
 
 
 @dataclasses.dataclass(frozen=True)

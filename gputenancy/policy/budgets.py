@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from gputenancy.findings import Finding
 from gputenancy.hints import did_you_mean
-from gputenancy.inputs.spec import Model
+from gputenancy.inputs.spec import Amount, FlavorBudget, Model
 from gputenancy.policy.catalog import Catalog, declared_budgets, err, placed_budgets
 
 
@@ -92,6 +92,14 @@ def budget_duplicate_flavor(model: Model, catalog: Catalog) -> Iterator[Finding]
                 seen.add(fb.flavor)
 
 
+def _declared(fb: FlavorBudget) -> list[tuple[str, Amount]]:
+    """Every amount a flavor budget writes, named as in the file (HAMi ones as hami.vgpus, ...)."""
+    out = [*fb.devices, *fb.resources]
+    if fb.hami is not None:
+        out += [("hami.vgpus", fb.hami.vgpus), ("hami.memory", fb.hami.memory), ("hami.cores", fb.hami.cores)]
+    return out
+
+
 def quota_limits(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """lendingLimit <= nominal (Kueue's webhook rejects the ClusterQueue otherwise).
 
@@ -99,7 +107,7 @@ def quota_limits(model: Model, catalog: Catalog) -> Iterator[Finding]:
     Fails: {nominal: 4, lendingLimit: 6}.
     """
     for _, _, fb in declared_budgets(model):
-        for name, amount in (*fb.devices, *fb.resources):
+        for name, amount in _declared(fb):
             if amount.lending is not None and amount.lending > amount.nominal:
                 yield err(
                     amount.origin_of("lendingLimit"),
@@ -119,7 +127,7 @@ def cohort_required(model: Model, catalog: Catalog) -> Iterator[Finding]:
             continue
         for _, budget in t.all_budgets():
             for fb in budget:
-                for name, amount in (*fb.devices, *fb.resources):
+                for name, amount in _declared(fb):
                     if amount.borrowing is not None or amount.lending is not None:
                         field = "borrowingLimit" if amount.borrowing is not None else "lendingLimit"
                         yield err(

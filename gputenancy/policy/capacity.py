@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from gputenancy.findings import Finding, Origin, Severity
 from gputenancy.hints import did_you_mean
+from gputenancy.inputs.hami import human
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy.catalog import Catalog
@@ -70,10 +71,25 @@ def contributions(
     return out
 
 
-def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5, *, with_place: bool = True) -> str:
+def _units(cluster: Cluster, catalog: Catalog) -> dict[str, str]:
+    """HAMi quota names on the cluster, read in GiB and percent."""
+    out: dict[str, str] = {}
+    for (name, _), device in catalog.hami.items():
+        if name == cluster.name:
+            out.update({device.memory_quota: "MiB", device.cores_quota: "percent"})
+    return out
+
+
+def _shown(q: Quantity, unit: str) -> str:
+    return f"{q.canonical()} ({human(q, unit)})" if unit else q.canonical()
+
+
+def _who(
+    parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5, unit: str = "", *, with_place: bool = True
+) -> str:
     ranked = sorted(parts, key=lambda p: p[1], reverse=True)
     shown = ", ".join(
-        f"{t.name} {q.canonical()}" + (f" at {o.path}:{o.line}" if with_place else "")
+        f"{t.name} {_shown(q, unit)}" + (f" at {o.path}:{o.line}" if with_place else "")
         for t, q, o in ranked[:most]
     )
     return shown + (f" and {len(ranked) - most} more" if len(ranked) > most else "")
@@ -86,11 +102,13 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
     who = contributions(model, cluster, catalog)
     entries = {c.flavor: c.origin for c in cluster.capacity}
     sev = Severity.WARNING if cluster.overcommit else Severity.ERROR
+    units = _units(cluster, catalog)
     for (flavor, resource), used in sorted(usage_by_flavor(model, cluster, catalog).items()):
         if flavor not in entries or flavor not in model.platform.flavors:
             continue  # flavor-unknown reports the budget at its flavor line
         cap = have.get((flavor, resource))
         parts = who[(flavor, resource)]
+        unit = units.get(resource, "")
         if cap is None:
             entry = entries[flavor]
             where = f"{entry.path}:{entry.line}"
@@ -114,17 +132,17 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
             note = (
                 " (overcommit allowed)" if cluster.overcommit else "; lower a budget or set overcommit: true"
             )
-            total = f"{used.canonical()} exceeds capacity {cap[0].canonical()}"
+            total = f"{_shown(used, unit)} exceeds capacity {_shown(cap[0], unit)}"
             if not cluster.overcommit:
                 for t, q, o in parts:
                     yield o.finding(
                         "capacity",
-                        f"{t.name}'s nominal {q.canonical()} {resource} on flavor {flavor!r} counts toward "
+                        f"{t.name}'s nominal {_shown(q, unit)} {resource} on flavor {flavor!r} counts toward "
                         f"cluster {cluster.name!r}, where the tenants' total {total} "
-                        f"({cap[1].path}:{cap[1].line}; {_who(parts, with_place=False)}){note}",
+                        f"({cap[1].path}:{cap[1].line}; {_who(parts, unit=unit, with_place=False)}){note}",
                     )
             yield cap[1].finding(
                 "capacity",
-                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {total} ({_who(parts)}){note}",
+                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {total} ({_who(parts, unit=unit)}){note}",
                 sev,
             )

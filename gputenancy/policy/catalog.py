@@ -8,7 +8,8 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 
 from gputenancy.findings import Finding, Origin
-from gputenancy.inputs.spec import ClaimTemplate, DeviceClassEntry, FlavorBudget, Model, Tenant
+from gputenancy.inputs.hami import HamiDevice
+from gputenancy.inputs.spec import Amount, ClaimTemplate, DeviceClassEntry, FlavorBudget, Model, Tenant
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,6 +18,17 @@ class Catalog:
 
     classes: Mapping[str, DeviceClassEntry]
     declared_by: Mapping[str, tuple[DeviceClassEntry, ...]]
+    # (cluster, flavor) -> the classic HAMi device kind on that flavor's nodes (cluster capacity `hami:`)
+    hami: Mapping[tuple[str, str], HamiDevice] = dataclasses.field(default_factory=dict)
+
+    def amounts(self, fb: FlavorBudget, cluster: str) -> list[tuple[str, Amount]]:
+        """(quota resource, amount) of a flavor budget on `cluster`: mapped device classes, HAMi, resources."""
+        out = [(self.classes[n].resource, a) for n, a in fb.devices if n in self.classes]
+        device = self.hami.get((cluster, fb.flavor))
+        if fb.hami is not None and device is not None:
+            out.extend(fb.hami.amounts(device))
+        out.extend(fb.resources)
+        return out
 
 
 def effective_catalog(model: Model) -> Catalog:
@@ -28,7 +40,23 @@ def effective_catalog(model: Model) -> Catalog:
         for entry in tenant.device_classes:
             declared[entry.name].append(entry)
             classes.setdefault(entry.name, entry)
-    return Catalog(classes, {k: tuple(v) for k, v in declared.items()})
+    return Catalog(classes, {k: tuple(v) for k, v in declared.items()}, hami_by_flavor(model))
+
+
+def hami_by_flavor(model: Model) -> dict[tuple[str, str], HamiDevice]:
+    """The classic HAMi device kind behind each (cluster, flavor) whose capacity declares `hami:`."""
+    devices = model.platform.hami
+    out: dict[tuple[str, str], HamiDevice] = {}
+    for cluster in model.clusters.values():
+        for cap in cluster.capacity:
+            if cap.hami is None:
+                continue
+            name = cap.hami.device
+            if name is None and len(devices) == 1:
+                name = next(iter(devices))
+            if name is not None and name in devices:
+                out[(cluster.name, cap.flavor)] = devices[name]
+    return out
 
 
 def classes_used(model: Model, cluster: str) -> dict[str, Origin]:
@@ -51,12 +79,8 @@ def covered_resources(tenant: Tenant, cluster: str, catalog: Catalog) -> dict[st
     """Quota resource names the tenant's ClusterQueue on `cluster` covers."""
     out: dict[str, Origin] = {}
     for fb in tenant.budget_for(cluster) or ():
-        for name, amount in fb.devices:
-            entry = catalog.classes.get(name)
-            if entry is not None:
-                out.setdefault(entry.resource, amount.origin)
-        for name, amount in fb.resources:
-            out.setdefault(name, amount.origin)
+        for resource, amount in catalog.amounts(fb, cluster):
+            out.setdefault(resource, amount.origin)
     return out
 
 

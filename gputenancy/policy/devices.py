@@ -73,8 +73,18 @@ def device_class_conflict(model: Model, catalog: Catalog) -> Iterator[Finding]:
     for name, entries in catalog.declared_by.items():
         first = entries[0]
         for other in entries[1:]:
-            if (other.resource, other.selectors) != (first.resource, first.selectors):
-                what = "resource" if other.resource != first.resource else "selectors"
+            if (other.resource, other.selectors, other.capacity) != (
+                first.resource,
+                first.selectors,
+                first.capacity,
+            ):
+                what = (
+                    "resource"
+                    if other.resource != first.resource
+                    else "selectors"
+                    if other.selectors != first.selectors
+                    else "capacity"
+                )
                 yield err(
                     other.origin,
                     "device-class-conflict",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 
 from gputenancy.findings import Finding
 from gputenancy.inputs.spec import Model
-from gputenancy.policy import boundary, budgets, capacity, devices, placement
+from gputenancy.policy import boundary, budgets, capacity, devices, draquota, hami, placement
 from gputenancy.policy.catalog import Catalog as Catalog
 from gputenancy.policy.catalog import effective_catalog as effective_catalog
 
@@ -37,6 +37,15 @@ RULES: dict[str, Rule] = {
     "capacity": capacity.capacity,
     "cohort-cycle": boundary.cohort_cycle,
     "namespace-reserved": boundary.namespace_reserved,
+    "hami-units": hami.hami_units,
+    "hami-device": hami.hami_device,
+    "hami-flavor": hami.hami_flavor,
+    "hami-dra": hami.hami_dra,
+    "hami-names": hami.hami_names,
+    "hami-collision": hami.hami_collision,
+    "hami-transformation": hami.hami_transformation,
+    "hami-template": hami.hami_template,
+    "dra-capacity-quota": draquota.dra_capacity_quota,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

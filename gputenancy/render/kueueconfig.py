@@ -1,5 +1,6 @@
 """The merged Kueue manager Configuration of one cluster: base config + overlay changes + feature gates
-+ deviceClassMappings built from the device classes that tenants on the cluster use.
++ deviceClassMappings built from the device classes that tenants on the cluster use + the resource
+transformations of classic HAMi vGPUs (`gputenancy.render.hami`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from gputenancy.findings import Finding, Origin
 from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.objects import FieldPath, longest_origin
 from gputenancy.policy.catalog import Catalog, classes_used
+from gputenancy.render import hami
 
 CONFIG_KEY = "controller_manager_config.yaml"
 CONFIGMAP_NAME = "kueue-manager-config"
@@ -83,7 +85,22 @@ def mappings(model: Model, cluster: str, catalog: Catalog) -> tuple[list[dict[st
             continue
         by_resource[entry.resource].append(name)
         origins.setdefault(entry.resource, entry.origin)
-    out = [{"name": res, "deviceClassNames": sorted(names)} for res, names in sorted(by_resource.items())]
+    out = []
+    for res, names in sorted(by_resource.items()):
+        mapping: dict[str, Any] = {"name": res, "deviceClassNames": sorted(names)}
+        sources = sorted({c for n in names if (c := catalog.classes[n].capacity) is not None})
+        if sources:  # charged by capacity requests (policy.draquota checks version, gate and claims)
+            mapping["sources"] = [
+                {
+                    "capacity": {
+                        "name": cap,
+                        "driver": driver,
+                        "deviceSelector": {"cel": {"expression": f"device.driver == '{driver}'"}},
+                    }
+                }
+                for cap, driver in sources
+            ]
+        out.append(mapping)
     return out, origins
 
 
@@ -132,6 +149,14 @@ def build(model: Model, cluster: Cluster, catalog: Catalog) -> tuple[KueueConfig
             o = map_origins.get(str(m.get("name")))
             if o is not None:
                 origins[("resources", "deviceClassMappings", i)] = o
+    generated_tf = hami.transformations(catalog, cluster.name)
+    if generated_tf:
+        resources = dict(body.get("resources") or {})
+        existing_tf = list(resources.get("transformations") or [])
+        resources["transformations"] = [*existing_tf, *(t for t, _ in generated_tf)]
+        body["resources"] = resources
+        for i, (_, o) in enumerate(generated_tf, len(existing_tf)):
+            origins[("resources", "transformations", i)] = o
     config = KueueConfig(cluster.name, body, origins, base_doc.origin())
     return config, findings
 

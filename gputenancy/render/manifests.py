@@ -113,13 +113,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
     flavors = []
     field_origins: dict[FieldPath, Origin] = {}
     for fi, fb in enumerate(budget):
-        amounts: dict[str, Any] = {}
-        for name, amount in fb.devices:
-            entry = catalog.classes.get(name)
-            if entry is not None:
-                amounts[entry.resource] = amount
-        for name, amount in fb.resources:
-            amounts[name] = amount
+        amounts: dict[str, Any] = dict(catalog.amounts(fb, cluster.name))
         resources = []
         for ri, res in enumerate(covered):
             a = amounts.get(res)
@@ -176,6 +170,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
                 device_class=ct.device_class,
                 count=ct.count,
                 selectors=list(ct.selectors),
+                capacity={name: q.canonical() for name, q in ct.capacity},
                 **_meta(ct.origin, WAVE_NAMESPACED, tenant.name, **{SYNC_OPTIONS: "Force=true,Replace=true"}),
             )
             out.append(

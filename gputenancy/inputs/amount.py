@@ -1,0 +1,22 @@
+"""The quota amount record (nominal, borrowingLimit, lendingLimit), shared by the tenant records and the
+HAMi records (a module of its own so both can hold it without importing each other)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from gputenancy.findings import Origin
+from gputenancy.inputs import quantity
+
+
+@dataclasses.dataclass(frozen=True)
+class Amount:
+    nominal: quantity.Quantity
+    borrowing: quantity.Quantity | None
+    lending: quantity.Quantity | None
+    origin: Origin
+    field_origins: Mapping[str, Origin] = dataclasses.field(default_factory=dict)
+
+    def origin_of(self, field: str) -> Origin:
+        return self.field_origins.get(field, self.origin)

@@ -1,0 +1,52 @@
+"""Kueue version facts for HAMi quotas, from the package's table (data/hami.json)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+from gputenancy.versions.gates import minor_of
+
+
+@functools.cache
+def _table() -> Mapping[str, Any]:
+    text = resources.files("gputenancy.versions").joinpath("data", "hami.json").read_text(encoding="utf-8")
+    data: Mapping[str, Any] = json.loads(text)
+    return data
+
+
+def _key(minor: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in minor.lstrip("v").split("."))
+
+
+def multiply_by_since() -> str:
+    """The first Kueue minor version whose resource transformations accept `multiplyBy`."""
+    return str(_table()["multiplyBy"])
+
+
+def has_multiply_by(version: str) -> bool:
+    return _key(minor_of(version)) >= _key(multiply_by_since())
+
+
+def retain_effect(version: str) -> str:
+    """What `strategy: Retain` (Kueue's default) does to the raw HAMi inputs in this version."""
+    effects: Mapping[str, str] = _table()["retainChargesInputs"]
+    return effects.get(minor_of(version), "the raw inputs are charged too")
+
+
+def reserved_names_fatal_since() -> str:
+    """The Kueue minor version from which a mapping or output named `pods` stops the manager."""
+    return str(_table()["reservedNamesFatal"])
+
+
+def dra_capacity_gate() -> str:
+    return str(_table()["draCapacityGate"])
+
+
+def driver_extended_resource_names() -> Mapping[str, str]:
+    """DeviceClass -> the extendedResourceName its driver's chart sets (classic requests it serves)."""
+    names: Mapping[str, str] = _table()["driverExtendedResourceNames"]
+    return names
