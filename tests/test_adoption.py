@@ -4,6 +4,7 @@ tests still pass. tools/adoption_check.py runs the whole suite that way; here a 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -25,7 +26,7 @@ def test_the_suite_passes_after_a_team_changes_tenants_and_overlays() -> None:
         check=False,
     )
     out = result.stdout + result.stderr
-    assert "$ pipeline.py render" in out and "ok: 4 tenants, 3 clusters" in out, out
+    assert "$ pipeline.py render" in out and re.search(r"ok: \d+ tenants, \d+ clusters", out), out
     assert result.returncode == 0, out
     assert "the test suite passed" in out
 

@@ -1,9 +1,9 @@
 """What a platform team adopting the repository does first, then the test suite.
 
 Copies this checkout (its tracked and untracked, not ignored files) to a temporary directory, edits
-the live example content as a team would (adds a tenant, adds a `staging` cluster overlay, changes one
-budget, removes another flavor budget and a whole tenant), renders, checks, and runs the README's test
-command (or the pytest arguments given) in the copy. The suite builds its own repositories
+the live content as a team would, whatever it holds (adds a `staging` cluster overlay copied from the
+first one, a tenant placed there, lowers one budget, removes a tenant), renders, checks, and runs the
+README's test command (or the pytest arguments given) in the copy. The suite builds its own repositories
 (tests/fixtures/repo), so it passes whatever tenants/, base/ and overlays/ hold.
 
     python tools/adoption_check.py                 # the whole suite
@@ -18,39 +18,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from copy import deepcopy
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-
-TENANT = """\
-# yaml-language-server: $schema=../gputenancy/schemas/tenant.schema.json
-apiVersion: gputenancy.io/v1
-kind: Tenant
-name: robotics
-owners: ["@acme/robotics"]
-clusters: [prod, staging]
-namespaces:
-  - robotics-sim
-budgets:
-  default:
-    - flavor: h100
-      devices:
-        gpu.nvidia.com: 2
-      resources:
-        cpu: 16
-        memory: 128Gi
-  clusters:
-    staging:
-      - flavor: t4
-        devices:
-          gpu.nvidia.com: 2
-        resources:
-          cpu: 8
-          memory: 32Gi
-claimTemplates:
-  - name: single-gpu
-    deviceClass: gpu.nvidia.com
-"""
 
 
 def files(repo: Path) -> list[str]:
@@ -71,35 +45,87 @@ def copy(repo: Path, dest: Path) -> None:
     subprocess.run(["git", "init", "-q", str(dest)], check=True)  # noqa: S603, S607
 
 
+def _load(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _dump(path: Path, data: Any) -> None:
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def _budget_on(tenant: dict[str, Any], cluster: str) -> list[Any] | None:
+    budgets = tenant.get("budgets") or {}
+    found = (budgets.get("clusters") or {}).get(cluster, budgets.get("default"))
+    return deepcopy(found) if found is not None else None
+
+
+def _placed_on(tenant: dict[str, Any], cluster: str) -> bool:
+    if "clusters" in tenant:
+        return cluster in tenant["clusters"]
+    return _budget_on(tenant, cluster) is not None
+
+
+def _lower_one(path: Path, tenant: dict[str, Any]) -> bool:
+    """Lower the first whole device count above zero in the tenant's budgets by one (and a lendingLimit
+    with it, so it stays within nominal); False when there is none."""
+    budgets = tenant.get("budgets") or {}
+    for entries in [budgets.get("default") or [], *(budgets.get("clusters") or {}).values()]:
+        for entry in entries:
+            devices = entry.get("devices") or {}
+            for name, amount in devices.items():
+                if isinstance(amount, int) and amount > 0:
+                    devices[name] = amount - 1
+                elif (
+                    isinstance(amount, dict)
+                    and isinstance(amount.get("nominal"), int)
+                    and amount["nominal"] > 0
+                ):
+                    amount["nominal"] -= 1
+                    if isinstance(amount.get("lendingLimit"), int):
+                        amount["lendingLimit"] = min(amount["lendingLimit"], amount["nominal"])
+                else:
+                    continue
+                _dump(path, tenant)
+                return True
+    return False
+
+
 def adopt(root: Path) -> None:
-    """The edits: a tenant, a cluster, a changed budget, a removed flavor budget, a removed tenant."""
-    (root / "tenants/robotics.yaml").write_text(TENANT)
-    staging = root / "overlays/staging"
-    shutil.copytree(root / "overlays/lab", staging)
-    cluster = (staging / "cluster.yaml").read_text()
-    cluster = cluster.replace("name: lab", "name: staging").replace("gpu.nvidia.com: 1", "gpu.nvidia.com: 4")
-    cluster = cluster.replace("cpu: 8", "cpu: 32").replace("memory: 32Gi", "memory: 128Gi")
-    (staging / "cluster.yaml").write_text(cluster)
-    vision = root / "tenants/vision.yaml"
-    text = vision.read_text()
-    for old, new in (
-        ("{nominal: 8, borrowingLimit: 4, lendingLimit: 4}", "{nominal: 4, borrowingLimit: 4}"),
-        ("cpu: {nominal: 96, borrowingLimit: 32}", "cpu: {nominal: 64, borrowingLimit: 32}"),
-        (
-            "memory: {nominal: 1792Gi, borrowingLimit: 512Gi}",
-            "memory: {nominal: 1536Gi, borrowingLimit: 512Gi}",
-        ),
-    ):
-        assert old in text, old
-        text = text.replace(old, new)
-    vision.write_text(text)
-    speech = root / "tenants/speech.yaml"
-    lines = speech.read_text().splitlines(keepends=True)
-    start = next(i for i, line in enumerate(lines) if "flavor: a100-mig" in line)
-    end = next(i for i, line in enumerate(lines) if line.startswith("claimTemplates:"))
-    kept = [line for line in lines[end:] if "mig-1g" not in line and "count: 2" not in line]
-    speech.write_text("".join(lines[:start] + kept))
-    (root / "tenants/sandbox.yaml").unlink()
+    """The edits, made on whatever the repository holds: a `staging` cluster (a copy of the first
+    overlay), a new tenant placed there, a lowered budget, and a removed tenant."""
+    overlays = sorted(d.name for d in (root / "overlays").iterdir() if (d / "cluster.yaml").is_file())
+    source = overlays[0]
+    shutil.copytree(root / "overlays" / source, root / "overlays/staging")
+    cluster = _load(root / "overlays/staging/cluster.yaml")
+    cluster.update(name="staging", argocd={"name": "staging"})
+    _dump(root / "overlays/staging/cluster.yaml", cluster)
+    tenants = {p: _load(p) for p in sorted((root / "tenants").glob("*.yaml"))}
+    for path, t in tenants.items():  # a tenant placed everywhere gets staging's budget from source's
+        if "clusters" not in t and _budget_on(t, source) is not None:
+            t["budgets"].setdefault("clusters", {})["staging"] = _budget_on(t, source)
+            _dump(path, t)
+    placed = [p for p, t in tenants.items() if _placed_on(t, source)]
+    assert placed, f"no tenant is placed on {source}"
+    model = tenants[placed[0]]
+    budget = _budget_on(model, source) or []
+    for fb in budget:  # the new team starts with zero quota on the same flavors
+        for kind in ("devices", "resources"):
+            fb[kind] = {name: 0 for name in fb.get(kind) or {}}
+    new = {
+        "apiVersion": model["apiVersion"],
+        "kind": "Tenant",
+        "name": "adopted-team",
+        "owners": ["@acme/adopted-team"],
+        "clusters": [source, "staging"],
+        "namespaces": ["adopted-team"],
+        "budgets": {"default": budget},
+    }
+    _dump(root / "tenants/adopted-team.yaml", new)
+    changed = next((path for path in tenants if _lower_one(path, tenants[path])), None)
+    assert changed is not None, "no whole device count above zero to lower in any tenant"
+    others = [p for p in tenants if p not in (placed[0], changed)]
+    if len(others) >= 2:  # a team leaves: its budgets are removed with its file
+        others[-1].unlink()
 
 
 def run(root: Path, *argv: str) -> int:
