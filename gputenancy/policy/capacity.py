@@ -30,13 +30,8 @@ def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tu
     total: dict[tuple[str, str], Quantity] = {}
     for t in model.tenants_on(cluster.name):
         for fb in t.budget_for(cluster.name) or ():
-            for name, amount in fb.devices:
-                entry = catalog.classes.get(name)
-                if entry is not None:
-                    key = (fb.flavor, entry.resource)
-                    total[key] = total.get(key, parse(0)) + amount.nominal
-            for name, amount in fb.resources:
-                key = (fb.flavor, name)
+            for resource, amount in catalog.amounts(fb, cluster.name):
+                key = (fb.flavor, resource)
                 total[key] = total.get(key, parse(0)) + amount.nominal
     return total
 
@@ -52,6 +47,10 @@ def capacity_by_flavor(cluster: Cluster, catalog: Catalog) -> dict[tuple[str, st
                 out[key] = ((prev[0] + q) if prev else q, origin)
         for name, q, origin in cap.resources:
             out[(cap.flavor, name)] = (q, origin)
+        device = catalog.hami.get((cluster.name, cap.flavor))
+        if cap.hami is not None and device is not None:
+            for resource, q in zip(device.quota_names, cap.hami.totals(), strict=True):
+                out[(cap.flavor, resource)] = (q, cap.hami.origin)
     return out
 
 
@@ -62,12 +61,8 @@ def contributions(
     out: dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]] = defaultdict(list)
     for t in model.tenants_on(cluster.name):
         for fb in t.budget_for(cluster.name) or ():
-            for name, amount in fb.devices:
-                entry = catalog.classes.get(name)
-                if entry is not None:
-                    out[(fb.flavor, entry.resource)].append((t, amount.nominal, amount.origin))
-            for name, amount in fb.resources:
-                out[(fb.flavor, name)].append((t, amount.nominal, amount.origin))
+            for resource, amount in catalog.amounts(fb, cluster.name):
+                out[(fb.flavor, resource)].append((t, amount.nominal, amount.origin))
     return out
 
 
@@ -104,8 +99,8 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
     sev = Severity.WARNING if cluster.overcommit else Severity.ERROR
     units = _units(cluster, catalog)
     for (flavor, resource), used in sorted(usage_by_flavor(model, cluster, catalog).items()):
-        if flavor not in entries or flavor not in model.platform.flavors:
-            continue  # flavor-unknown reports the budget at its flavor line
+        if flavor not in entries:
+            continue  # not offered on this cluster: flavor-unknown reports the budget at its flavor line
         cap = have.get((flavor, resource))
         parts = who[(flavor, resource)]
         unit = units.get(resource, "")
