@@ -81,6 +81,26 @@ def _parser() -> argparse.ArgumentParser:
     bp.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     rp = command("rules")
     rp.add_argument("rule_id", nargs="?", metavar="ID", help="explain this rule")
+    sc = command("schemas")
+    fetch_p = sc.add_subparsers(dest="schemas_command", required=True).add_parser(
+        "fetch",
+        help="download the release manifests of every declared Kueue version, verified by schemas.lock",
+    )
+    _globals(fetch_p, suppress=True)
+    fetch_p.add_argument(
+        "--update", action="store_true", help="download every version again, rewrite schemas.lock"
+    )
+    fetch_p.add_argument(
+        "--schemas",
+        type=Path,
+        default=None,
+        help="directory (default: $GPUTENANCY_SCHEMAS or .gputenancy-schemas)",
+    )
+    fetch_p.add_argument("--format", choices=report.FORMATS, default=None, help="findings format")
+    fetch_p.add_argument(
+        "--url",
+        help="URL template for this run ({version}), instead of kueueManifestsURL of base/platform.yaml",
+    )
     pc = command("pr-comment")
     pc.add_argument("--body-file", type=Path, required=True, help="Markdown body (e.g. plan.md)")
     pc.add_argument("--repo", help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
@@ -154,13 +174,19 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
     )
 
 
-def _schemas(arg: Path | None) -> Path | None:
+def _schemas(arg: Path | None, root: Path) -> Path | None:
+    """--schemas, else $GPUTENANCY_SCHEMAS, else .gputenancy-schemas/ of the repository when it exists."""
     import os
+
+    from gputenancy.versions import releases
 
     if arg is not None:
         return arg
     env = os.environ.get("GPUTENANCY_SCHEMAS")
-    return Path(env) if env else None
+    if env:
+        return Path(env)
+    default = root / releases.DEFAULT_DIR
+    return default if default.is_dir() else None
 
 
 def _print_findings(result_findings: Sequence[Finding], fmt: str | None, notes: Sequence[str] = ()) -> None:
@@ -351,7 +377,16 @@ def _main(args: argparse.Namespace) -> int:
         root = args.root.resolve() if args.root is not None else clihelp.find_root(Path.cwd())
         if args.command == "budgets":
             return commands.cmd_budgets(root, args.cluster, args.format)
-        schemas = _schemas(args.schemas)
+        if args.command == "schemas":
+            from gputenancy.deliver import fetch
+            from gputenancy.versions import releases
+
+            target = _schemas(args.schemas, root) or root / releases.DEFAULT_DIR
+            fmt = args.format or report.default_format()
+            return fetch.command(
+                root, target, update=args.update, fmt=fmt, url=args.url, emit=sys.stdout.write
+            )
+        schemas = _schemas(args.schemas, root)
         if args.command in ("plan", "publish"):
             return _plan_commands(args, root, schemas)
         if args.command == "validate":

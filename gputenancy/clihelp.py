@@ -85,6 +85,14 @@ COMMANDS: dict[str, Help] = {
         ((0, "printed"), (1, "unknown rule id")),
         ("python pipeline.py rules", "python pipeline.py rules capacity"),
     ),
+    "schemas": Help(
+        "Kueue release manifests (CRDs, install) for validation and plans",
+        "`schemas fetch` downloads the release manifests of every Kueue version the clusters declare (and "
+        "every version in schemas.lock) into the schemas directory, verified against schemas.lock; "
+        "--update downloads them again and rewrites the lock.",
+        ((0, "fetched and verified"), (1, "a download failed or does not match schemas.lock")),
+        ("python pipeline.py schemas fetch", "python pipeline.py schemas fetch --update"),
+    ),
     "pr-comment": Help(
         "create or update the sticky plan comment on a pull request",
         "Finds its comment by a hidden marker and updates it, or creates one. Token from GITHUB_TOKEN, "

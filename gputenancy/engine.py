@@ -186,6 +186,10 @@ def _run(
             # 2. render the platform layer, check its Configuration, stage the cluster for kustomize
             platform, config, found = render_platform(model, c, catalog)
             findings += found + checks.configuration(c, config)
+            missing = checks.schemas_missing(c, schemas)
+            if missing:
+                findings += missing
+                continue
             stage = None
             if kustomize:
                 try:
@@ -273,7 +277,7 @@ def _finish(
 ) -> tuple[ClusterResult | None, list[Finding], list[str]]:
     """Validate and serialise one cluster's objects as its build hands them back, tenant by tenant;
     store what was finished here. Raises PipelineError when kustomize failed."""
-    from gputenancy.check.cluster import once_per_run
+    from gputenancy.check.cluster import once_per_run, validation_ran
 
     name = p.cluster.name
     platform = p.running.platform()
@@ -302,7 +306,8 @@ def _finish(
         if duplicated:
             return None, duplicated, []
     report = _platform_report(stats.platforms, p.key, platform, p.check)
-    notes = [f"{name}: {s}" for s in report.skipped]
+    notes = validation_ran(p.cluster, p.check.crd_dir, report.skipped)
+    notes += [f"{name}: {s}" for s in report.skipped]
     if p.cluster.overcommit:
         notes.append(f"{name}: overcommit is allowed by overlays/{name}/cluster.yaml")
     extra_findings = p.check(extra).findings if extra else ()

@@ -32,9 +32,13 @@ def _queue(root: Path, name: str) -> dict[str, dict[str, Any]]:
 
 
 def _config(root: Path) -> dict[str, Any]:
-    cm = yaml.safe_load(
-        (root / "generated/site/configmap/kueue-system/kueue-manager-config.yaml").read_text()
-    )
+    """The Configuration in the ConfigMap patch of the Kueue install Application (install: manifests)."""
+    app = yaml.safe_load((root / "generated/site/application/argocd/kueue-site.yaml").read_text())
+    (cm,) = [
+        yaml.safe_load(p["patch"])
+        for p in app["spec"]["source"]["kustomize"]["patches"]
+        if "ConfigMap" in p["patch"]
+    ]
     loaded: dict[str, Any] = yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
     return loaded
 

@@ -39,18 +39,25 @@ def edit_synced(root: Path, rel: str, change: Any) -> None:
     trees.edit(root, f"generated/{rel}", change)
 
 
+KUEUE_APP = "prod/application/argocd/kueue-prod.yaml"  # install: manifests (render/kueueapp.py)
+
+
 def kueue_config(root: Path) -> dict[str, Any]:
-    cm = trees.read(root, "generated/prod/configmap/kueue-system/kueue-manager-config.yaml")
-    return dict(yaml.safe_load(cm["data"]["controller_manager_config.yaml"]))
+    app = trees.read(root, f"generated/{KUEUE_APP}")
+    patch = yaml.safe_load(app["spec"]["source"]["kustomize"]["patches"][0]["patch"])
+    return dict(yaml.safe_load(patch["data"]["controller_manager_config.yaml"]))
 
 
 def set_kueue_config(root: Path, change: Any) -> None:
-    def apply(cm: dict[str, Any]) -> None:
-        config = yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
+    def apply(app: dict[str, Any]) -> None:
+        entry = app["spec"]["source"]["kustomize"]["patches"][0]
+        patch = yaml.safe_load(entry["patch"])
+        config = yaml.safe_load(patch["data"]["controller_manager_config.yaml"])
         change(config)
-        cm["data"]["controller_manager_config.yaml"] = yaml.safe_dump(config, sort_keys=False)
+        patch["data"]["controller_manager_config.yaml"] = yaml.safe_dump(config, sort_keys=False)
+        entry["patch"] = yaml.safe_dump(patch, sort_keys=False)
 
-    edit_synced(root, "prod/configmap/kueue-system/kueue-manager-config.yaml", apply)
+    edit_synced(root, KUEUE_APP, apply)
 
 
 def json_plan(root: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
@@ -287,7 +294,7 @@ def test_risk_kueue_config_changed_names_the_mapping(
     mappings = kueue_config(root)["resources"]["deviceClassMappings"]
     set_kueue_config(root, lambda c: c["resources"].update(deviceClassMappings=mappings[:2]))
     (risk,) = risks(json_plan(root, capsys)[1], "kueue-config-changed")
-    assert risk["subject"] == "ConfigMap kueue-system/kueue-manager-config"
+    assert risk["subject"] == "Application argocd/kueue-prod"
     assert "kueue-controller-manager restarts" in risk["message"]
     assert "deviceClassMapping nvidia.com/mig-3g.40gb: (unset) →" in risk["message"]
 
@@ -306,7 +313,7 @@ def test_risk_kueue_config_changed_names_the_feature_gate(
     (risk,) = risks(data, "kueue-config-changed")
     assert "feature gate ConcurrentAdmission: (unset) → true" in risk["message"]
     subjects = {o["key"]["kind"] for c in data["clusters"] for o in c["objects"]}
-    assert subjects == {"ConfigMap", "Deployment"}  # the checksum annotation rolls the manager
+    assert subjects == {"Application"}  # the Configuration patch and the checksum that rolls the manager
     assert code == 2
 
 

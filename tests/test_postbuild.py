@@ -178,9 +178,9 @@ def test_overlay_name_prefix(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert (
         "now named 'c1-big'" in hit.message and "overlays/c1/kustomization.yaml:6 (namePrefix)" in hit.message
     )
-    # the Kueue ConfigMap renamed: Kueue never reads it
+    # the Kueue install Application renamed (install: manifests): it would be a second install
     hit = refused(root, capsys, "built-renamed", "overlays/c1/cluster.yaml", "kueue:")
-    assert "ConfigMap kueue-system/c1-kueue-manager-config" in " ".join(
+    assert "Application argocd/c1-kueue-c1" in " ".join(
         f.message for f in validate(root, capsys)[1] if f.rule == "built-renamed"
     )
     # the rendered DeviceClass renamed: mappings and templates still name it
@@ -421,15 +421,21 @@ def test_overlay_patch_rewrites_the_kueue_configuration(
         tmp_path,
         overlay_extra="""\
         patches:
-          - target: {kind: ConfigMap, name: kueue-manager-config}
+          - target: {kind: Application, name: kueue-c1}
             patch: |-
               - op: replace
-                path: /data/controller_manager_config.yaml
+                path: /spec/source/kustomize/patches/0/patch
                 value: |
-                  apiVersion: config.kueue.x-k8s.io/v1beta2
-                  kind: Configuration
-                  featureGates:
-                    NoSuchGate: true
+                  apiVersion: v1
+                  kind: ConfigMap
+                  data:
+                    controller_manager_config.yaml: |
+                      apiVersion: config.kueue.x-k8s.io/v1beta2
+                      kind: Configuration
+                      featureGates:
+                        NoSuchGate: true
+                  metadata:
+                    name: manager-config
         """,
     )
     code, found = validate(root, capsys)
@@ -450,11 +456,11 @@ def test_overlay_patch_deletes_the_kueue_configuration(
         patches:
           - patch: |-
               $patch: delete
-              apiVersion: v1
-              kind: ConfigMap
+              apiVersion: argoproj.io/v1alpha1
+              kind: Application
               metadata:
-                name: kueue-manager-config
-                namespace: kueue-system
+                name: kueue-c1
+                namespace: argocd
         """,
     )
     hit = refused(root, capsys, "built-kueue-config", "overlays/c1/cluster.yaml", "kueue:")

@@ -30,7 +30,13 @@ def invocations() -> list[str]:
 
 
 def options(parser: argparse.ArgumentParser) -> set[str]:
-    return {s for a in parser._actions for s in a.option_strings}
+    """The parser's options and those of its own subcommands (`schemas fetch`)."""
+    found = {s for a in parser._actions for s in a.option_strings}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= options(sub)
+    return found
 
 
 @pytest.mark.parametrize("line", invocations())

@@ -124,10 +124,11 @@ def test_chain_claim_template_to_mapping_to_cluster_queue(result: engine.Result)
 
 
 def _config(tree: dict[str, bytes]) -> dict[str, Any]:
-    for doc in docs(tree, "configmap/"):
-        loaded: dict[str, Any] = yaml.safe_load(doc["data"]["controller_manager_config.yaml"])
-        return loaded
     (app,) = docs(tree, "application/")
+    if "kustomize" in app["spec"]["source"]:  # install: manifests
+        patch = yaml.safe_load(app["spec"]["source"]["kustomize"]["patches"][0]["patch"])
+        loaded: dict[str, Any] = yaml.safe_load(patch["data"]["controller_manager_config.yaml"])
+        return loaded
     loaded = yaml.safe_load(
         app["spec"]["source"]["helm"]["valuesObject"]["managerConfig"]["controllerManagerConfigYaml"]
     )
@@ -155,8 +156,8 @@ def test_config_change_rolls_the_deployment_and_nothing_else_does(tmp_path: Path
 
     def checksum() -> str:
         tree = dict(engine.run(root).clusters["prod"].tree)
-        dep = yaml.safe_load(tree["deployment/kueue-system/kueue-controller-manager.yaml"])
-        cm = yaml.safe_load(tree["configmap/kueue-system/kueue-manager-config.yaml"])
+        app = yaml.safe_load(tree["application/argocd/kueue-prod.yaml"])
+        cm, dep = (yaml.safe_load(p["patch"]) for p in app["spec"]["source"]["kustomize"]["patches"])
         value: str = dep["spec"]["template"]["metadata"]["annotations"]["gputenancy.io/kueue-config-checksum"]
         assert value == hashlib.sha256(cm["data"]["controller_manager_config.yaml"].encode()).hexdigest()
         return value

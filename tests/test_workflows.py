@@ -239,3 +239,27 @@ def test_plan_step_exit_codes(tmp_path: Path, rc: int, writes: bool) -> None:
     assert outputs["written"] == "true"
     plan = (work / "plan.md").read_text()
     assert plan.startswith("## Plan") if writes else "The plan failed" in plan and "runs/1" in plan
+
+
+@pytest.mark.parametrize(
+    ("workflow", "job", "commands"),
+    [
+        ("pull-request.yaml", "plan", ("pipeline.py validate", "pipeline.py check", "pipeline.py plan --")),
+        ("publish.yaml", "publish", ("pipeline.py publish",)),
+    ],
+)
+def test_kueue_schemas_are_fetched_cached_by_the_lock_and_passed(
+    workflow: str, job: str, commands: tuple[str, ...]
+) -> None:
+    """CRD validation runs in CI: the release manifests are fetched (verified by schemas.lock), cached
+    under the lock's hash, and every command that validates gets --schemas."""
+    steps = workflows()[workflow]["jobs"][job]["steps"]
+    runs = [str(s.get("run", "")) for s in steps]
+    (cache,) = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache@")]
+    assert cache["with"]["key"].endswith("${{ hashFiles('schemas.lock') }}")
+    fetch = next(i for i, r in enumerate(runs) if "pipeline.py schemas fetch --schemas" in r)
+    assert steps.index(cache) < fetch
+    for command in commands:
+        (i,) = [i for i, r in enumerate(runs) if command in r]
+        assert i > fetch and '--schemas "$SCHEMAS"' in runs[i], command
+    assert cache["with"]["path"] == workflows()[workflow]["jobs"][job]["env"]["SCHEMAS"]

@@ -232,6 +232,13 @@ def _trace(
             cluster.helm.argocd_namespace,
             None,
         )
+    if key.kind == "Application" and cluster.manifests is not None and f"kueue-{cluster.name}" in key.name:
+        return (
+            cluster.document.key_origin("kueue"),
+            f"kueue-{cluster.name}",
+            cluster.manifests.argocd_namespace,
+            None,
+        )
     return obj.origin, key.name, key.namespace, None
 
 
@@ -254,19 +261,30 @@ def build_view(
 
 
 def kueue_configuration(view: View) -> tuple[Mapping[str, Any] | None, Built | None]:
-    """The Kueue Configuration as it will be applied: from the built ConfigMap, or the built helm
-    Application's values; the object it came from (possibly renamed, which another rule reports)."""
+    """The Kueue Configuration as it will be applied: from the built ConfigMap, the built helm
+    Application's values, or the ConfigMap patch of the Kueue install Application (`install:
+    manifests`); the object it came from (possibly renamed, which another rule reports)."""
     for b in view.of("", "ConfigMap"):
         text = (b.body.get("data") or {}).get(kueueconfig.CONFIG_KEY)
         if isinstance(text, str):
             return _parse(text), b
     for b in view.of(ARGO, "Application"):
-        values = ((b.body.get("spec") or {}).get("source") or {}).get("helm") or {}
+        source = (b.body.get("spec") or {}).get("source") or {}
+        values = source.get("helm") or {}
         text = ((values.get("valuesObject") or {}).get("managerConfig") or {}).get(
             "controllerManagerConfigYaml"
         )
         if isinstance(text, str):
             return _parse(text), b
+        for entry in (source.get("kustomize") or {}).get("patches") or []:
+            patch = (
+                _parse(entry["patch"])
+                if isinstance(entry, dict) and isinstance(entry.get("patch"), str)
+                else None
+            )
+            text = ((patch or {}).get("data") or {}).get(kueueconfig.CONFIG_KEY) if patch else None
+            if patch is not None and patch.get("kind") == "ConfigMap" and isinstance(text, str):
+                return _parse(text), b
     return None, None
 
 

@@ -13,6 +13,7 @@ from gputenancy.findings import Finding
 from gputenancy.inputs.spec import Cluster
 from gputenancy.objects import RenderedObject
 from gputenancy.render.kueueconfig import KueueConfig
+from gputenancy.versions import releases
 
 # validate_objects reports these once per call; tenants are validated one call each, so keep the first.
 _ONCE_PER_RUN = ("crd-cel-unsupported", "k8s-version-unsupported")
@@ -20,12 +21,22 @@ _ONCE_PER_RUN = ("crd-cel-unsupported", "k8s-version-unsupported")
 
 def crd_dir_for(schemas: Path | None, kueue_version: str) -> Path | None:
     """<schemas>/kueue/<version>/crds, or <schemas>/<version>/crds, or None."""
-    if schemas is None:
-        return None
-    for candidate in (schemas / "kueue" / kueue_version / "crds", schemas / kueue_version / "crds"):
-        if candidate.is_dir():
-            return candidate
-    return None
+    return releases.crd_dir(schemas, kueue_version)
+
+
+def schemas_missing(c: Cluster, schemas: Path | None) -> list[Finding]:
+    """A schemas directory without the cluster's Kueue version: an error naming it and the fetch command."""
+    if schemas is None or crd_dir_for(schemas, c.kueue_version) is not None:
+        return []
+    message = releases.missing_message(schemas, c.kueue_version)
+    return [c.document.origin("kueue", "version").finding("schemas-missing", message)]
+
+
+def validation_ran(c: Cluster, crd_dir: Path | None, skipped: Sequence[str]) -> list[str]:
+    """The note that says CRD validation ran for the cluster (when it did; `skipped` says when not)."""
+    if crd_dir is None or any(s.startswith("Kueue CRD schema validation skipped") for s in skipped):
+        return []
+    return [f"{c.name}: Kueue CRD schema and CEL validation ran (Kueue {c.kueue_version}, {crd_dir})"]
 
 
 def configuration(c: Cluster, config: KueueConfig) -> list[Finding]:

@@ -47,7 +47,6 @@ from gputenancy.check.configcontext import (
     section_rule,
 )
 from gputenancy.check.configfields import (
-    API_V1BETA1,
     API_V1BETA2,
     API_VERSIONS,
     FieldPath,
@@ -67,6 +66,7 @@ from gputenancy.check.configsections import (
 )
 from gputenancy.findings import Finding, Origin
 from gputenancy.versions import gates as kueuegates
+from gputenancy.versions import kueue as kueue_versions
 
 # --- feature gates ---------------------------------------------------------------------------------------
 
@@ -162,6 +162,15 @@ def _check_device_class_mappings(ctx: Context, config: Mapping[str, Any]) -> Non
     }
     for problem in dramappings.device_class_mapping_problems(mappings, base, disabled_sources):
         ctx.emit(RULE_DEVICE_CLASS_MAPPINGS, problem.path, problem.message, problem.severity)
+    reserved = kueue_versions.for_version(ctx.minor).reserved_resource_names
+    for index, mapping in enumerate(mappings):
+        name = mapping.get("name") if isinstance(mapping, Mapping) else None
+        if isinstance(name, str) and name in reserved:
+            ctx.emit(
+                RULE_DEVICE_CLASS_MAPPINGS,
+                (*base, index, "name"),
+                f"Invalid value: {name!r}: a resource name Kueue {ctx.minor} reserves; the manager would not start",
+            )
 
 
 # --- entry points ----------------------------------------------------------------------------------------
@@ -193,9 +202,12 @@ def check_configuration(
     api_version, kind = config.get("apiVersion"), config.get("kind")
     if kind != KIND:
         emit(RULE_VERSION, ("kind",), f'must be "{KIND}", not {kind!r}')
-    if api_version not in API_VERSIONS:
+    accepted = kueue_versions.for_version(minor).config_api_versions
+    if api_version not in API_VERSIONS or api_version not in accepted:
         emit(
-            RULE_VERSION, ("apiVersion",), f'must be "{API_V1BETA2}" or "{API_V1BETA1}", not {api_version!r}'
+            RULE_VERSION,
+            ("apiVersion",),
+            "must be " + " or ".join(f'"{v}"' for v in accepted) + f", not {api_version!r}",
         )
         return findings
     assert isinstance(api_version, str)

@@ -17,35 +17,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from gputenancy.versions import kueue as kueue_versions
+
 FieldPath = tuple[str | int, ...]
 
 API_V1BETA2 = "config.kueue.x-k8s.io/v1beta2"
 API_V1BETA1 = "config.kueue.x-k8s.io/v1beta1"
 API_VERSIONS = frozenset({API_V1BETA2, API_V1BETA1})
 
-# integrations.frameworks: the names Kueue registers with its jobframework (pkg/controller/jobs); the same
-# set in v0.18 and v0.19.
-KNOWN_FRAMEWORKS: frozenset[str] = frozenset(
-    {
-        "batch/job",
-        "kubeflow.org/mpijob",
-        "ray.io/rayjob",
-        "ray.io/rayservice",
-        "ray.io/raycluster",
-        "jobset.x-k8s.io/jobset",
-        "kubeflow.org/paddlejob",
-        "kubeflow.org/pytorchjob",
-        "kubeflow.org/tfjob",
-        "kubeflow.org/xgboostjob",
-        "kubeflow.org/jaxjob",
-        "trainer.kubeflow.org/trainjob",
-        "workload.codeflare.dev/appwrapper",
-        "sparkoperator.k8s.io/sparkapplication",
-        "pod",
-        "deployment",
-        "statefulset",
-        "leaderworkerset.x-k8s.io/leaderworkerset",
-    }
+# integrations.frameworks: the names Kueue registers with its jobframework (pkg/controller/jobs), of any
+# supported version (each version's own list is in gputenancy/versions/data/kueue/<minor>.json).
+KNOWN_FRAMEWORKS: frozenset[str] = frozenset().union(
+    *(kueue_versions.for_version(m).frameworks for m in kueue_versions.supported_minors())
 )
 
 _INT32 = (-(2**31), 2**31 - 1)

@@ -21,7 +21,6 @@ from gputenancy.check.configcontext import (
 )
 from gputenancy.check.configfields import (
     API_V1BETA2,
-    KNOWN_FRAMEWORKS,
     FieldPath,
     as_list,
     as_mapping,
@@ -39,6 +38,7 @@ from gputenancy.check.names import (
     selector_operator_error,
 )
 from gputenancy.findings import Severity
+from gputenancy.versions import kueue as kueue_versions
 
 
 def check_wait_for_pods_ready(ctx: Context, config: Mapping[str, Any]) -> None:
@@ -110,12 +110,13 @@ def check_integrations(ctx: Context, config: Mapping[str, Any]) -> None:
         return
     base: FieldPath = ("integrations",)
     seen: set[str] = set()
-    known = sorted(KNOWN_FRAMEWORKS)
+    frameworks = kueue_versions.for_version(ctx.minor).frameworks
+    known = sorted(frameworks)
     for index, framework in enumerate(as_list(integrations.get("frameworks"))):
         if not isinstance(framework, str):
             continue
         path = (*base, "frameworks", index)
-        if framework not in KNOWN_FRAMEWORKS:
+        if framework not in frameworks:
             suggestion = suggest(framework, known)
             hint = f' (did you mean "{suggestion}"?)' if suggestion else ""
             ctx.emit(

@@ -93,7 +93,7 @@ def renamed(view: View) -> Iterator[Finding]:
     """Names that teams' pods, Kueue or Argo CD use are not renamed or moved by kustomize: LocalQueues
     (pods name them in `kueue.x-k8s.io/queue-name`), ResourceClaimTemplates (pods name them in
     `resourceClaims`), the Kueue ConfigMap and Deployment (Kueue reads `kueue-manager-config` in its own
-    namespace) and the Kueue helm Application (Argo CD reads Applications in its namespace). Renaming
+    namespace) and the Kueue install Applications (Argo CD reads Applications in its namespace). Renaming
     ClusterQueues, ResourceFlavors, Cohorts and DeviceClasses is allowed when every reference moves with
     them (the other `built-*` rules check that).
 
@@ -354,8 +354,8 @@ def claim_kueue_support(view: View) -> Iterator[Finding]:
 
 @rule("built-kueue-config")
 def built_kueue_config(view: View) -> Iterator[Finding]:
-    """After kustomize, the Kueue Configuration that will be applied (the ConfigMap's data, or the helm
-    Application's managerConfig) exists and, when a patch changed it, still passes Kueue's start-up
+    """After kustomize, the Kueue Configuration that will be applied (the ConfigMap's data, the helm
+    Application's managerConfig, or the ConfigMap patch of the install Application) exists and, when a patch changed it, still passes Kueue's start-up
     checks (the `kueue-config-*` and `kueue-feature-gate-*` rules, on the built text).
 
     Passes: a patch that adds a label to the ConfigMap.
@@ -367,7 +367,8 @@ def built_kueue_config(view: View) -> Iterator[Finding]:
         yield where.finding(
             "built-kueue-config",
             f"the build of cluster {view.cluster.name!r} holds no Kueue Configuration (ConfigMap "
-            f"{kueueconfig.CONFIGMAP_NAME} or the helm Application's managerConfig): Kueue would run without "
+            f"{kueueconfig.CONFIGMAP_NAME}, the helm Application's managerConfig or the install Application's "
+            "patch): Kueue would run without "
             "deviceClassMappings",
         )
         return

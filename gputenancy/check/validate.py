@@ -207,7 +207,7 @@ def validate_objects(
             body, crd_applied = check_kueue(run, obj, body, directory, schema_dir, version, kind, exact)
         elif schema_dir is not None and k8s is not None:
             _builtin(run, obj, body, schema_dir, k8s, api_version, group, kind)
-        for rule in webhooks.rules_for(api_version, kind):
+        for rule in webhooks.rules_for(api_version, kind, kueue_version):
             if rule.also_in_crd and crd_applied:
                 continue
             for problem in rule.check(body):

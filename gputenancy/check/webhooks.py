@@ -115,8 +115,18 @@ RULES: tuple[Rule, ...] = (
 
 
 @functools.cache
-def rules_for(api_version: str, kind: str) -> tuple[Rule, ...]:
-    return tuple(r for r in RULES if api_version in r.api_versions and kind in r.kinds)
+def rules_for(api_version: str, kind: str, kueue_version: str | None = None) -> tuple[Rule, ...]:
+    """The rules for objects of `api_version` and `kind`; with `kueue_version`, without those that
+    version's data lists as not enforced (gputenancy/versions/data/kueue/<minor>.json)."""
+    skip: frozenset[str] = frozenset()
+    if kueue_version is not None:
+        from gputenancy.versions import kueue
+
+        try:
+            skip = kueue.for_version(kueue_version).webhook_rules_not_enforced
+        except kueue.UnsupportedVersion:
+            skip = frozenset()
+    return tuple(r for r in RULES if api_version in r.api_versions and kind in r.kinds and r.id not in skip)
 
 
 def documentation() -> str:

@@ -27,8 +27,8 @@ CLUSTER_LABEL = "gputenancy.io/cluster"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
 
 SYNC_OPTIONS = (
-    # The Kueue Configuration and the partial kueue-controller-manager Deployment must be applied
-    # server-side (field ownership); the same for every object keeps one apply mode per Application.
+    # Server-side apply: fields Kueue's webhooks and controllers own stay theirs, and the Kueue
+    # Applications keep their own syncOptions; one apply mode for every object of the Application.
     "ServerSideApply=true",
     # Tenant namespaces belong to their teams; a LocalQueue in a missing namespace should fail the sync.
     "CreateNamespace=false",

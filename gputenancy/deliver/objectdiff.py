@@ -4,7 +4,8 @@ Objects are matched by (group, kind, namespace, name), never by file path. Files
 at the same path are equal without parsing; the others are parsed, and only objects whose serialised
 bytes differ go through deepdiff. Lists of mappings with unique `name`s (ClusterQueue flavors and
 resources, deviceClassMappings, device requests) are compared by name, their order separately; an
-embedded YAML document (the Kueue Configuration in a ConfigMap or in helm values) is compared as YAML.
+embedded YAML document (the Kueue Configuration in a ConfigMap, in helm values or in a kustomize patch
+of the Kueue install Application) is compared as YAML.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ TENANT_LABEL = "gputenancy.io/tenant"
 CONFIG_PATHS = (
     ("data", "controller_manager_config.yaml"),
     ("spec", "source", "helm", "valuesObject", "managerConfig", "controllerManagerConfigYaml"),
+    # install: manifests: the ConfigMap patch in the Kueue install Application (render/kueueapp.py)
+    ("spec", "source", "kustomize", "patches", 0, "patch", "data", "controller_manager_config.yaml"),
 )
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -79,7 +82,7 @@ def _normalise(value: Any, key: Any = None) -> Any:
         if value and len(names) == len(value) == len(set(names)):
             return {Named(n): item for n, item in zip(names, items, strict=True)} | {ORDER: ", ".join(names)}
         return items
-    if isinstance(value, str) and "\n" in value and re.search(r"(\.ya?ml|Yaml)$", str(key)):
+    if isinstance(value, str) and "\n" in value and re.search(r"(\.ya?ml|Yaml|^patch)$", str(key)):
         try:
             doc = yaml.load(value, Loader=_Loader)  # noqa: S506 - the safe loader
         except yaml.YAMLError:

@@ -81,6 +81,7 @@ class Plan:
     findings: tuple[Finding, ...]  # engine warnings, and errors when the plan is refused
     notes: tuple[str, ...] = ()
     grants: tuple[budgets.Grant, ...] = ()  # the effective budgets of the tenants the plan changes
+    upgrades: tuple[Any, ...] = ()  # deliver.upgrade.Upgrade: kueue.version changes (planview adds them)
 
     @property
     def changed(self) -> bool:

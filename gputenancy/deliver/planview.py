@@ -17,6 +17,7 @@ from gputenancy.deliver.plan import (
     CapacityRow,
     ClusterPlan,
     Plan,
+    Risk,
     make,
     show_value,
     value_change,
@@ -112,6 +113,7 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         granted = [g for g in plan.grants if g.cluster == c.name]
         lines += [f"  what it grants on {c.name} (effective budgets):"] if granted else []
         lines += [f"    {budgets.grant_line(g)}" for g in granted]
+    lines += _upgrade_lines(plan)
     lines += (
         ["risks:", *(paint("!", f"  ! {r.cluster or '*'} {r.risk}: {r.message}") for r in plan.risks)]
         if plan.risks
@@ -168,6 +170,13 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
             "",
             *(f"- **{_md(r.cluster or 'all')}** {_code(r.risk)}: {_md(r.message)}" for r in plan.risks),
         ]
+    for u in plan.upgrades:
+        head += ["", f"### Kueue upgrade on {_md(u.cluster)}: {_md(u.old)} → {_md(u.new)}", ""]
+        head += [f"- {_md(c)}" for c in u.changes] or [
+            "- the release manifests are the same but for the version"
+            if u.compared
+            else "- not compared: the release manifests are not in the schemas cache (see Validation)"
+        ]
     for c in (c for c in plan.clusters if c.changed and c.capacity):
         head += [
             "",
@@ -190,6 +199,8 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
     if plan.findings:
         listed = report.format_findings(list(plan.findings), "text").splitlines()
         head += ["", "### Findings", "", mdsafe.fence(listed)]
+    if plan.notes:  # per cluster, whether the Kueue CRD schemas were checked; overcommit
+        head += ["", "### Validation", "", *(f"- {_md(n)}" for n in plan.notes)]
     blocks = [_details(o) for c in plan.clusters for o in c.objects]
     blocks += [
         f"- **{_OPS[f[0]]}** <b>{_md(c.name)}</b> file {_code(f[2:])}\n"
@@ -251,9 +262,35 @@ def to_json(plan: Plan) -> dict[str, Any]:
             for c in plan.clusters
         ],
         "risks": [dataclasses.asdict(r) for r in plan.risks],
+        "upgrades": [dataclasses.asdict(u) for u in plan.upgrades],
         "findings": [{**dataclasses.asdict(f), "severity": f.severity.value} for f in shown],
         "notes": [*(safetext.line(n) for n in plan.notes), *capped],
     }
+
+
+def with_upgrades(plan: Plan, model: Any, schemas: Path | None) -> Plan:
+    """The plan with its Kueue upgrades (deliver.upgrade): their changes, risks and notes."""
+    from gputenancy.deliver import upgrade
+
+    upgrades, risks, notes = upgrade.analyse(plan, model, schemas)
+    if not upgrades:
+        return plan
+    return dataclasses.replace(
+        plan,
+        upgrades=tuple(upgrades),
+        risks=(*plan.risks, *(Risk(r.cluster, r.risk, r.subject, r.message) for r in risks)),
+        notes=(*plan.notes, *notes),
+    )
+
+
+def _upgrade_lines(plan: Plan) -> list[str]:
+    lines = []
+    for u in plan.upgrades:
+        lines.append(f"upgrade {u.cluster}: Kueue {u.old} → {u.new}")
+        lines += [f"  {c}" for c in u.changes]
+        if u.compared and not u.changes:
+            lines.append("  the release manifests are the same but for the version")
+    return lines
 
 
 def render(plan: Plan, fmt: str, *, color: bool = False) -> str:
@@ -280,6 +317,8 @@ def command(
     The plan goes to `emit` (stdout); findings and notes after it to `emit_notes` (stderr), so
     `plan --format markdown > file` holds the plan alone."""
     result, plan = make(root, cluster=cluster, against=against, schemas=schemas, allow_delete=allow_delete)
+    if plan is not None:
+        plan = with_upgrades(plan, result.model, schemas)
     if plan is None:
         found = list(result.findings)
         text = report.format_findings(found, "json" if fmt == "json" else findings_format, result.notes)

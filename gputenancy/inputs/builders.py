@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy.findings import Finding, Origin, PipelineError
-from gputenancy.inputs import amounts, hami, quantity
+from gputenancy.inputs import amounts, hami, kueueinstall, quantity
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import (
     DEFAULT_KUEUE_NAMESPACE,
@@ -26,6 +26,7 @@ from gputenancy.inputs.records import (
     Tenant,
 )
 from gputenancy.inputs.schemacheck import dotted
+from gputenancy.versions import kueue as kueue_versions
 
 
 class _Collector:
@@ -283,6 +284,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
         tuple(namespaces.get("reserved", ())),
         tuple(namespaces.get("allowed", ())),
         hami=devices,
+        kueue_manifests_url=d.get("kueueManifestsURL"),
     )
 
 
@@ -314,6 +316,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
             "cluster-install",
             "kueue.helm is only used with kueue.install: helm",
         )
+    manifests = kueueinstall.manifests_install(doc, kueue, c.add)
     capacity = []
     for i, raw in enumerate(d["capacity"]):
         devs = []
@@ -340,7 +343,8 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         c.add(
             doc.origin("kubernetesVersion"),
             "k8s-version-unsupported",
-            f"Kubernetes {k8s} has no resource.k8s.io/v1, which Kueue reads for DRA: 1.34 or newer is required",
+            f"Kubernetes {k8s} has no resource.k8s.io/v1, which Kueue reads for DRA "
+            f"(supported: {kueue_versions.supported_kubernetes()})",
         )
     if c.findings:
         raise PipelineError(c.findings)
@@ -353,6 +357,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         install=kueue["install"],
         kueue_namespace=kueue.get("namespace", DEFAULT_KUEUE_NAMESPACE),
         helm=helm,
+        manifests=manifests,
         feature_gates=dict(kueue.get("featureGates", {})),
         config_overrides=kueue.get("config", {}),
         capacity=tuple(capacity),

@@ -146,6 +146,7 @@ class Platform:
     reserved_namespaces: tuple[str, ...] = ()  # tenantNamespaces.reserved: added to the built-in set
     allowed_namespaces: tuple[str, ...] = ()  # tenantNamespaces.allowed: exempt from it
     hami: Mapping[str, HamiDevice] = dataclasses.field(default_factory=dict)
+    kueue_manifests_url: str | None = None  # `schemas fetch` URL template ({version})
 
 
 DEFAULT_POD_REQUESTS = (("cpu", "100m"), ("memory", "128Mi"))
@@ -158,6 +159,17 @@ class Capacity:
     resources: tuple[tuple[str, quantity.Quantity, Origin], ...]
     origin: Origin
     hami: HamiCapacity | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ManifestsInstall:
+    """`kueue.manifests`: the Argo CD Application installing Kueue from its release manifests."""
+
+    repo_url: str  # Kueue's repository (or a mirror of it)
+    image: str  # the manager image repository; tagged with the Kueue version
+    project: str
+    argocd_namespace: str
+    destination_server: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,6 +200,7 @@ class Cluster:
     document: Document
     origin: Origin
     destination: Destination | None = None
+    manifests: ManifestsInstall | None = None  # with install: manifests
 
 
 @dataclasses.dataclass(frozen=True)

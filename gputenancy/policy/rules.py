@@ -1,7 +1,7 @@
 """Named policy rules over the model: the one table of them (RULES), running them, and their documentation.
 
 Each rule is one function in its family's module (`placement`, `budgets`, `devices`, `capacity`,
-`boundary`) listed in
+`boundary`, `versionrules`) listed in
 RULES; its docstring is its documentation (`python pipeline.py rules` prints them) with a passing and a
 failing example.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 
 from gputenancy.findings import Finding
 from gputenancy.inputs.spec import Model
-from gputenancy.policy import boundary, budgets, capacity, devices, draquota, hami, placement
+from gputenancy.policy import boundary, budgets, capacity, devices, draquota, hami, placement, versionrules
 from gputenancy.policy.catalog import Catalog as Catalog
 from gputenancy.policy.catalog import effective_catalog as effective_catalog
 
@@ -46,6 +46,8 @@ RULES: dict[str, Rule] = {
     "hami-transformation": hami.hami_transformation,
     "hami-template": hami.hami_template,
     "dra-capacity-quota": draquota.dra_capacity_quota,
+    "kueue-version-unsupported": versionrules.kueue_version_unsupported,
+    "k8s-version-unsupported": versionrules.k8s_version_unsupported,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

@@ -20,6 +20,7 @@ from gputenancy.objects import FieldPath, longest_origin
 from gputenancy.policy.catalog import Catalog, classes_used
 from gputenancy.render import hami
 
+# The manager ConfigMap as installed, its key (the release data has the names inside Kueue's tree too)
 CONFIG_KEY = "controller_manager_config.yaml"
 CONFIGMAP_NAME = "kueue-manager-config"
 DEPLOYMENT_NAME = "kueue-controller-manager"

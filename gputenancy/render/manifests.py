@@ -22,14 +22,14 @@ from gputenancy.findings import Finding, Origin, PipelineError
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.objects import FieldPath, RenderedObject
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources
-from gputenancy.render import kueueconfig
+from gputenancy.render import kueueapp, kueueconfig
+from gputenancy.versions import kueue as kueue_versions
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
 TENANT_LABEL = "gputenancy.io/tenant"
 SOURCE_ANNOTATION = "gputenancy.io/source"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-PARTIAL_ANNOTATION = "gputenancy.io/partial"
 _EXACTLY = ("spec", "spec", "devices", "requests", 0, "exactly")
 
 # Argo CD sync waves: configuration and DeviceClasses, then flavors and cohorts, then ClusterQueues,
@@ -145,6 +145,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
         weight=tenant.fair_sharing_weight.canonical() if tenant.fair_sharing_weight is not None else None,
         covered=covered,
         flavors=flavors,
+        defaults=kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"],
         **_meta(tenant.origin, WAVE_HELD if held else WAVE_CLUSTER_QUEUES, tenant.name),
     )
     field_origins[("spec", "cohortName")] = tenant.cohort_origin
@@ -268,27 +269,7 @@ def _deliver_config(cluster: Cluster, config: kueueconfig.KueueConfig) -> list[R
                 {("spec", "source", "helm", "valuesObject", "managerConfig"): config.origin},
             )
         ]
-    cm = _render(
-        "kueue-configmap.yaml.j2",
-        name=kueueconfig.CONFIGMAP_NAME,
-        namespace=cluster.kueue_namespace,
-        key=kueueconfig.CONFIG_KEY,
-        config_text=config.text,
-        **_meta(config.origin, WAVE_CONFIG, **{SYNC_OPTIONS: "ServerSideApply=true"}),
-    )
-    rollout = _render(
-        "kueue-rollout.yaml.j2",
-        name=kueueconfig.DEPLOYMENT_NAME,
-        namespace=cluster.kueue_namespace,
-        checksum_annotation=kueueconfig.CHECKSUM_ANNOTATION,
-        checksum=config.checksum,
-        **_meta(
-            config.origin,
-            WAVE_CONFIG,
-            **{SYNC_OPTIONS: "ServerSideApply=true,Prune=false,Delete=false", PARTIAL_ANNOTATION: "true"},
-        ),
-    )
-    return [
-        RenderedObject(cluster.name, cm, config.origin),
-        RenderedObject(cluster.name, rollout, config.origin),
-    ]
+    assert cluster.manifests is not None
+    app = kueueapp.application(cluster, config, _meta(cluster.origin, WAVE_CONFIG))
+    patch = ("spec", "source", "kustomize", "patches", kueueapp.CONFIG_PATCH)
+    return [RenderedObject(cluster.name, app, cluster.origin, {patch: config.origin})]

@@ -1,0 +1,346 @@
+"""A change of `kueue.version` as a reviewed upgrade: what `plan` says about it.
+
+The versions come from the plan itself (the Kueue install Application's `targetRevision`, old → new).
+The two releases' manifests are read from the schemas cache (`schemas fetch`); nothing is downloaded.
+From them: CRDs added or removed, API versions no longer served or removed, a changed storage version,
+schema fields added and removed, and the manager Deployment's changes; from the version data: feature
+gates whose default changes or that are removed. Each thing an upgrade needs is a risk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gputenancy.inputs.spec import Model
+from gputenancy.versions import gates as kueuegates
+from gputenancy.versions import releases
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_FIELDS = 6
+
+
+@dataclasses.dataclass(frozen=True)
+class Upgrade:
+    cluster: str
+    old: str
+    new: str
+    changes: tuple[str, ...]  # CRD and manager changes, one line each
+    compared: bool  # both releases' manifests were in the schemas cache
+
+
+@dataclasses.dataclass(frozen=True)
+class UpgradeRisk:
+    cluster: str
+    risk: str
+    subject: str
+    message: str
+
+
+def _version(value: Any, helm: bool) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return "v" + value.lstrip("v") if helm or not value.startswith("v") else value
+
+
+def version_changes(plan: Any) -> Iterator[tuple[str, str, str]]:
+    """(cluster, old, new) for each Kueue install Application whose targetRevision changes."""
+    for cluster in plan.clusters:
+        for o in cluster.objects:
+            if o.key.kind != "Application" or o.key.name != f"kueue-{cluster.name}" or o.action != "changed":
+                continue
+            for c in o.changes:
+                if tuple(c.path) == ("spec", "source", "targetRevision"):
+                    helm = not str(c.new).startswith("v")
+                    old, new = _version(c.old, helm), _version(c.new, helm)
+                    if old and new and old != new:
+                        yield cluster.name, old, new
+
+
+def _load(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    out = {}
+    for doc in yaml.load_all(path.read_bytes(), Loader=_Loader):
+        if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict):
+            out[(str(doc.get("kind")), str(doc["metadata"].get("name")))] = doc
+    return out
+
+
+def _fields(schema: Any, prefix: str = "") -> set[str]:
+    """Every property path of an OpenAPI schema (array items as `[]`)."""
+    out: set[str] = set()
+    if not isinstance(schema, Mapping):
+        return out
+    for name, sub in (schema.get("properties") or {}).items():
+        path = f"{prefix}.{name}" if prefix else str(name)
+        out.add(path)
+        out |= _fields(sub, path)
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        out |= _fields(items, f"{prefix}[]")
+    return out
+
+
+_STRUCTURE = frozenset({"properties", "items", "description", "additionalProperties"})
+
+
+def _constraints(schema: Any, prefix: str = "") -> dict[str, dict[str, Any]]:
+    """The validation of each property path (everything but structure and descriptions)."""
+    out: dict[str, dict[str, Any]] = {}
+    if not isinstance(schema, Mapping):
+        return out
+    own = {k: v for k, v in schema.items() if k not in _STRUCTURE}
+    if own:
+        out[prefix or "(root)"] = own
+    for name, sub in (schema.get("properties") or {}).items():
+        out.update(_constraints(sub, f"{prefix}.{name}" if prefix else str(name)))
+    if isinstance(schema.get("items"), Mapping):
+        out.update(_constraints(schema["items"], f"{prefix}[]"))
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, Mapping):
+        out.update(_constraints(extra, f"{prefix}{{}}"))
+    return out
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _validation_changes(old: Any, new: Any) -> list[str]:
+    a, b = _constraints(old), _constraints(new)
+    out = []
+    for path in sorted(a.keys() & b.keys()):
+        for key in sorted(a[path].keys() | b[path].keys()):
+            if a[path].get(key) != b[path].get(key):
+                before = _short(a[path][key]) if key in a[path] else "(none)"
+                after = _short(b[path][key]) if key in b[path] else "(none)"
+                out.append(f"{path} {key}: {before} → {after}")
+    return out
+
+
+def _listed(paths: Sequence[str]) -> str:
+    shown = ", ".join(paths[:MAX_FIELDS])
+    return shown + (f", … ({len(paths)} in all)" if len(paths) > MAX_FIELDS else "")
+
+
+def _crd(
+    name: str, old: Mapping[str, Any], new: Mapping[str, Any], cluster: str
+) -> tuple[list[str], list[UpgradeRisk]]:
+    lines: list[str] = []
+    risks: list[UpgradeRisk] = []
+    ov = {v["name"]: v for v in old["spec"]["versions"]}
+    nv = {v["name"]: v for v in new["spec"]["versions"]}
+    subject = f"CustomResourceDefinition {name}"
+    for v in sorted(ov.keys() - nv.keys()):
+        lines.append(f"CRD {name}: API version {v} removed")
+        risks.append(
+            UpgradeRisk(
+                cluster,
+                "kueue-crd-version-removed",
+                subject,
+                f"{name} no longer has {v}: objects still stored as {v} (status.storedVersions) must be "
+                "migrated to the storage version before the upgrade, and clients using it fail",
+            )
+        )
+    for v in sorted(nv.keys() - ov.keys()):
+        lines.append(f"CRD {name}: API version {v} added")
+    for v in sorted(ov.keys() & nv.keys()):
+        if ov[v].get("served") and not nv[v].get("served"):
+            lines.append(f"CRD {name}: {v} no longer served")
+            risks.append(
+                UpgradeRisk(
+                    cluster,
+                    "kueue-crd-version-not-served",
+                    subject,
+                    f"{name} {v} is no longer served: clients and manifests using it fail after the upgrade",
+                )
+            )
+        old_schema = (ov[v].get("schema") or {}).get("openAPIV3Schema")
+        new_schema = (nv[v].get("schema") or {}).get("openAPIV3Schema")
+        before, after = _fields(old_schema), _fields(new_schema)
+        added, removed = sorted(after - before), sorted(before - after)
+        if added or removed:
+            parts = [f"{len(added)} field(s) added ({_listed(added)})"] if added else []
+            parts += [f"{len(removed)} removed ({_listed(removed)})"] if removed else []
+            lines.append(f"CRD {name} {v}: " + "; ".join(parts))
+        validation = _validation_changes(old_schema, new_schema)
+        if validation:
+            lines.append(f"CRD {name} {v}: validation changed: {_listed(validation)}")
+        if validation and nv[v].get("served") and nv[v].get("storage"):
+            risks.append(
+                UpgradeRisk(
+                    cluster,
+                    "kueue-crd-validation-changed",
+                    subject,
+                    f"{name} {v} validates differently ({len(validation)} rule(s), listed with the plan): "
+                    "objects that break a new rule keep working but cannot be updated until fixed",
+                )
+            )
+        if removed and nv[v].get("served"):
+            risks.append(
+                UpgradeRisk(
+                    cluster,
+                    "kueue-crd-field-removed",
+                    subject,
+                    f"{name} {v} no longer has {_listed(removed)}: the API server drops these fields "
+                    "from stored objects, and manifests that set them are rejected in strict mode",
+                )
+            )
+    old_storage = next((v for v, d in ov.items() if d.get("storage")), None)
+    new_storage = next((v for v, d in nv.items() if d.get("storage")), None)
+    if old_storage != new_storage:
+        lines.append(f"CRD {name}: storage version {old_storage} → {new_storage}")
+        risks.append(
+            UpgradeRisk(
+                cluster,
+                "kueue-crd-storage-version",
+                subject,
+                f"{name} stores {new_storage} instead of {old_storage}: existing objects stay stored as "
+                f"{old_storage} (status.storedVersions) until rewritten; migrate them before a later "
+                f"release stops serving {old_storage}",
+            )
+        )
+    return lines, risks
+
+
+def _containers(deployment: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    spec = deployment.get("spec", {}).get("template", {}).get("spec", {})
+    return {c["name"]: c for c in spec.get("containers", [])}
+
+
+def _manager(name: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    lines = []
+    oc, nc = _containers(old), _containers(new)
+    for container in sorted(oc.keys() | nc.keys()):
+        a, b = oc.get(container, {}), nc.get(container, {})
+        for field in (
+            "image",
+            "args",
+            "command",
+            "ports",
+            "resources",
+            "env",
+            "livenessProbe",
+            "readinessProbe",
+        ):
+            if a.get(field) != b.get(field):
+                lines.append(
+                    f"Deployment {name}: container {container} {field}: "
+                    f"{json.dumps(a.get(field), ensure_ascii=False)} → {json.dumps(b.get(field), ensure_ascii=False)}"
+                )
+    return lines
+
+
+def compare_releases(old: Path, new: Path, cluster: str) -> tuple[list[str], list[UpgradeRisk]]:
+    """The CRD and manager changes between two release manifests."""
+    a, b = _load(old), _load(new)
+    lines: list[str] = []
+    risks: list[UpgradeRisk] = []
+    crds = sorted({n for k, n in a.keys() | b.keys() if k == "CustomResourceDefinition"})
+    for name in crds:
+        key = ("CustomResourceDefinition", name)
+        if key not in b:
+            lines.append(f"CRD {name} removed")
+            risks.append(
+                UpgradeRisk(
+                    cluster,
+                    "kueue-crd-removed",
+                    f"CustomResourceDefinition {name}",
+                    f"{name} is removed: its objects are deleted with it",
+                )
+            )
+        elif key not in a:
+            lines.append(f"CRD {name} added")
+        else:
+            more_lines, more_risks = _crd(name, a[key], b[key], cluster)
+            lines += more_lines
+            risks += more_risks
+    for key in sorted(a.keys() & b.keys()):
+        if key[0] == "Deployment":
+            lines += _manager(key[1], a[key], b[key])
+    kinds: dict[str, list[int]] = {}
+    for key in a.keys() | b.keys():
+        if key[0] in ("CustomResourceDefinition", "Deployment"):
+            continue
+        counts = kinds.setdefault(key[0], [0, 0, 0])
+        counts[0 if key not in a else 1 if key not in b else 2] += (
+            key not in a or key not in b or a[key] != b[key]
+        )
+    for kind, (added, removed, changed) in sorted(kinds.items()):
+        if added or removed or changed:
+            lines.append(f"{kind}: {added} added, {removed} removed, {changed} changed")
+    return lines, risks
+
+
+def _gates(cluster: str, old: str, new: str, model: Model) -> list[UpgradeRisk]:
+    try:
+        before, after = kueuegates.gates_for(old), kueuegates.gates_for(new)
+    except ValueError:
+        return []
+    record = model.clusters.get(cluster)
+    explicit = set(record.feature_gates) if record is not None else set()
+    risks = []
+    removed = sorted(before.keys() - after.keys())
+    if removed:
+        risks.append(
+            UpgradeRisk(
+                cluster,
+                "kueue-feature-gate-removed",
+                "feature gates",
+                f"Kueue {new} no longer has {', '.join(removed)}"
+                + (" (a Configuration that sets one is rejected at start-up)"),
+            )
+        )
+    flipped = [
+        f"{n} {str(before[n].default).lower()} → {str(after[n].default).lower()}"
+        for n in sorted(before.keys() & after.keys())
+        if before[n].default != after[n].default and n not in explicit
+    ]
+    if flipped:
+        risks.append(
+            UpgradeRisk(
+                cluster,
+                "kueue-feature-gate-default-changed",
+                "feature gates",
+                f"defaults change from Kueue {old} to {new} (not set in this cluster's featureGates): "
+                + ", ".join(flipped),
+            )
+        )
+    return risks
+
+
+def analyse(
+    plan: Any, model: Model, schemas: Path | None
+) -> tuple[list[Upgrade], list[UpgradeRisk], list[str]]:
+    """The upgrades in `plan`, their risks, and notes on what could not be compared."""
+    upgrades, risks, notes = [], [], []
+    for cluster, old, new in version_changes(plan):
+        risks.append(
+            UpgradeRisk(
+                cluster,
+                "kueue-upgrade",
+                f"Kueue {old} → {new}",
+                f"Kueue {old} → {new}: Argo CD applies the new release manifests and the manager restarts; "
+                "review the CRD and manager changes listed with the plan",
+            )
+        )
+        risks += _gates(cluster, old, new, model)
+        files = [releases.manifests_file(schemas, v) for v in (old, new)]
+        if files[0] is None or files[1] is None:
+            missing = [v for v, f in zip((old, new), files, strict=True) if f is None]
+            notes.append(
+                f"{cluster}: the release manifests of Kueue {', '.join(missing)} are not in the schemas "
+                f"cache, so the upgrade's CRD and manager changes are not listed; run "
+                f"`{releases.FETCH_COMMAND}` (schemas.lock keeps the old version) and pass --schemas"
+            )
+            upgrades.append(Upgrade(cluster, old, new, (), False))
+            continue
+        lines, crd_risks = compare_releases(files[0], files[1], cluster)
+        risks += crd_risks
+        upgrades.append(Upgrade(cluster, old, new, tuple(lines), True))
+    return upgrades, risks, notes
