@@ -81,7 +81,7 @@ COMMANDS: dict[str, Help] = {
     "rules": Help(
         "list every rule id a finding can carry, or explain one",
         "Without ID: every rule id by stage (read, schema, model, configuration, build, objects, "
-        "admission, built, write, plan, publish). With ID: what it checks, a failing and a passing example.",
+        "admission, built, write, plan, publish, schemas). With ID: what it checks, a failing and a passing example.",
         ((0, "printed"), (1, "unknown rule id")),
         ("python pipeline.py rules", "python pipeline.py rules capacity"),
     ),

@@ -129,7 +129,14 @@ def test_every_rule_id_the_package_emits_is_documented() -> None:
         "kueue-lq-", "tenant-", "cluster-", "platform-", "publish-", "plan-", "budget-", "catalog-",
         "claim-", "cohort-", "flavor-", "device-class-", "namespace-", "mapping-", "quota-",
     )  # fmt: skip
-    risks = {"kueue-config-changed", "claim-template-replaced", "namespace-removed", "clusterqueue-replaced"}
+    risks = {
+        "kueue-config-changed",
+        "claim-template-replaced",
+        "namespace-removed",
+        "clusterqueue-replaced",
+        "kueue-feature-gate-default-changed",
+        "kueue-feature-gate-removed",
+    }
     not_rules = {*risks, "source-", "source-pack"}  # plan's risk names, a prefix, a cache-entry kind
     found: set[str] = set()
     for path in (trees.REPO / "gputenancy").rglob("*.py"):

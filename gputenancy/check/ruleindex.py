@@ -388,6 +388,27 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         '"1.35"',
     ),
     (
+        "schemas-missing",
+        "objects",
+        "the schemas directory holds the CRDs of every Kueue version the clusters declare",
+        "kueue.version: v0.19.2 with a schemas directory lacking kueue/v0.19.2/crds",
+        "`python pipeline.py schemas fetch` run first",
+    ),
+    (
+        "schemas-lock",
+        "schemas",
+        "a downloaded Kueue release matches schemas.lock, and the lock covers every declared version",
+        "a release asset whose sha256 differs from schemas.lock",
+        "the asset the lock was written from",
+    ),
+    (
+        "schemas-fetch",
+        "schemas",
+        "the Kueue release manifests can be downloaded and are a Kueue release",
+        "a URL template answering 404",
+        "kueueManifestsURL of base/platform.yaml",
+    ),
+    (
         "tenant-removal",
         "plan",
         "a tenant's queues are removed only after draining (state: draining) or with --allow-delete",
@@ -483,8 +504,10 @@ def all_rules() -> list[RuleDoc]:
         "objects",
         "admission",
         "built",
+        "write",
         "plan",
         "publish",
+        "schemas",
     )
     seen: dict[str, RuleDoc] = {}
     for doc in sorted(out, key=lambda d: order.index(d.stage) if d.stage in order else len(order)):
