@@ -94,7 +94,15 @@ def adopt(root: Path) -> None:
     """The edits, made on whatever the repository holds: a `staging` cluster (a copy of the first
     overlay), a new tenant placed there, a lowered budget, and a removed tenant."""
     overlays = sorted(d.name for d in (root / "overlays").iterdir() if (d / "cluster.yaml").is_file())
-    source = overlays[0]
+    everyone = [_load(p) for p in sorted((root / "tenants").glob("*.yaml"))]
+
+    def plain(cluster: str) -> bool:  # budgets of devices and resources only (no other kinds of amounts)
+        budgets = [_budget_on(t, cluster) or [] for t in everyone if _placed_on(t, cluster)]
+        return bool(budgets) and all(
+            set(fb) <= {"flavor", "devices", "resources"} for b in budgets for fb in b
+        )
+
+    source = next((c for c in overlays if plain(c)), overlays[0])
     shutil.copytree(root / "overlays" / source, root / "overlays/staging")
     cluster = _load(root / "overlays/staging/cluster.yaml")
     cluster.update(name="staging", argocd={"name": "staging"})
