@@ -9,27 +9,54 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from gputenancy import cache, engine, report
+from gputenancy import cache, clihelp, commands, engine, progress, report
 from gputenancy.build import output
-from gputenancy.findings import PipelineError, Severity
+from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs import spec
-from gputenancy.policy import rules
+
+
+def _globals(p: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """--root and --no-cache, accepted before and after the command (after it, SUPPRESS keeps a value
+    given before the command when it is not repeated)."""
+    root_default: Any = argparse.SUPPRESS if suppress else None
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=root_default,
+        help="repository root (default: the nearest directory at or above the current one with "
+        "base/platform.yaml)",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="do not read or write the cache of per-tenant results (.gputenancy-cache/ or "
+        "$GPUTENANCY_CACHE; GPUTENANCY_CACHE=off does the same)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pipeline.py",
         description="GPU tenancy on Kubernetes: tenants/ + base/ + overlays/ -> generated/<cluster>/ for Argo CD.",
+        epilog=clihelp.MAIN_EPILOG,
     )
-    p.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
-    p.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="do not read or write the cache of per-tenant results (.gputenancy-cache/ or "
-        "$GPUTENANCY_CACHE; GPUTENANCY_CACHE=off does the same)",
-    )
-    sub = p.add_subparsers(dest="command", required=True)
+    _globals(p, suppress=False)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str) -> argparse.ArgumentParser:
+        h = clihelp.COMMANDS[name]
+        sp = sub.add_parser(
+            name,
+            help=h.summary,
+            description=h.description,
+            epilog=h.epilog(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        _globals(sp, suppress=True)
+        return sp
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
@@ -46,15 +73,20 @@ def _parser() -> argparse.ArgumentParser:
             help="findings format (default: github under GitHub Actions, else text)",
         )
 
-    common(sub.add_parser("validate", help="check inputs and rendered objects; write nothing"))
-    common(sub.add_parser("render", help="write generated/<cluster>/"))
-    common(sub.add_parser("check", help="exit 1 when generated/ differs from what render would write"))
-    sub.add_parser("rules", help="print the documentation of every rule")
-    sc = sub.add_parser("schemas", help="Kueue release manifests (CRDs, install) for validation and plans")
+    for name in ("validate", "render", "check"):
+        common(command(name))
+    _plan_parsers(command("plan"), command("publish"))
+    bp = command("budgets")
+    bp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
+    bp.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    rp = command("rules")
+    rp.add_argument("rule_id", nargs="?", metavar="ID", help="explain this rule")
+    sc = command("schemas")
     fetch_p = sc.add_subparsers(dest="schemas_command", required=True).add_parser(
         "fetch",
         help="download the release manifests of every declared Kueue version, verified by schemas.lock",
     )
+    _globals(fetch_p, suppress=True)
     fetch_p.add_argument(
         "--update", action="store_true", help="download every version again, rewrite schemas.lock"
     )
@@ -69,22 +101,17 @@ def _parser() -> argparse.ArgumentParser:
         "--url",
         help="URL template for this run ({version}), instead of kueueManifestsURL of base/platform.yaml",
     )
-    _plan_parsers(sub)
-    pc = sub.add_parser("pr-comment", help="create or update the sticky plan comment on a pull request")
+    pc = command("pr-comment")
     pc.add_argument("--body-file", type=Path, required=True, help="Markdown body (e.g. plan.md)")
     pc.add_argument("--repo", help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
     pc.add_argument("--pr", type=int, help="pull request number (default: from $GITHUB_EVENT_PATH)")
-    js = sub.add_parser("job-summary", help="append a Markdown file to the GitHub Actions job summary")
+    js = command("job-summary")
     js.add_argument("--body-file", type=Path, required=True, help="Markdown body (e.g. plan.md)")
     return p
 
 
-def _plan_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    for name, what in (
-        ("plan", "compare the render with what Argo CD syncs: exit 0 none, 2 changes, 1 errors"),
-        ("publish", "render, plan, then commit the changes to the Argo-synced directory"),
-    ):
-        sp = sub.add_parser(name, help=what)
+def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentParser) -> None:
+    for sp in (plan_p, publish_p):
         sp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
         sp.add_argument(
             "--schemas", type=Path, default=None, help="Kueue CRDs directory (env GPUTENANCY_SCHEMAS)"
@@ -92,7 +119,6 @@ def _plan_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         sp.add_argument(
             "--allow-delete", action="store_true", help="delete queues of tenants that were not drained"
         )
-    plan_p, publish_p = sub.choices["plan"], sub.choices["publish"]
     plan_p.add_argument(
         "--against", help="DIR of <cluster>/ trees or GIT-REF (default: generated/ of the work tree)"
     )
@@ -129,6 +155,7 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
             color=color,
             findings_format=report.default_format(),
             emit=sys.stdout.write,
+            emit_notes=sys.stderr.write,
         )
     from gputenancy.deliver import publish
 
@@ -143,6 +170,7 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
         allow_delete=args.allow_delete,
         message_title=args.message_title,
         emit=sys.stdout.write,
+        emit_notes=sys.stderr.write,
     )
 
 
@@ -161,8 +189,17 @@ def _schemas(arg: Path | None, root: Path) -> Path | None:
     return default if default.is_dir() else None
 
 
-def _print_findings(result_findings: Sequence[object], fmt: str | None, notes: Sequence[str] = ()) -> None:
-    sys.stdout.write(report.format_findings(list(result_findings), fmt or report.default_format(), notes))  # type: ignore[arg-type]
+def _print_findings(result_findings: Sequence[Finding], fmt: str | None, notes: Sequence[str] = ()) -> None:
+    """Findings (and the JSON document) on stdout; notes on stderr, except inside the JSON document."""
+    import os
+
+    fmt = fmt or report.default_format()
+    if fmt == "json":
+        sys.stdout.write(report.format_findings(list(result_findings), fmt, notes))
+        return
+    color = fmt == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    sys.stdout.write(report.format_findings(list(result_findings), fmt, color=color))
+    sys.stderr.write("".join(f"note: {n}\n" for n in notes))
 
 
 def cmd_validate(root: Path, cluster: str | None, schemas: Path | None, fmt: str | None) -> int:
@@ -313,7 +350,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from gputenancy import interrupt
 
-    with interrupt.handled() as stopped, cache.disabled(args.no_cache), engine.without_cycle_collection():
+    with (
+        interrupt.handled() as stopped,
+        cache.disabled(args.no_cache),
+        engine.without_cycle_collection(),
+        progress.ticker(f"pipeline.py {args.command}", sys.stderr),
+    ):
         try:
             return _main(args)
         except interrupt.Interrupted as exc:
@@ -323,11 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     try:
         if args.command == "rules":
-            sys.stdout.write(rules.documentation() + _boundary_documentation())
-            from gputenancy.check import postbuild
-
-            sys.stdout.write("\n" + postbuild.documentation())
-            return 0
+            return commands.cmd_rules(args.rule_id)
         if args.command in ("pr-comment", "job-summary"):
             import os
 
@@ -336,7 +374,9 @@ def _main(args: argparse.Namespace) -> int:
             if args.command == "pr-comment":
                 return github.cmd_pr_comment(args.body_file, args.repo, args.pr, os.environ)
             return github.cmd_job_summary(args.body_file, os.environ)
-        root = args.root.resolve()
+        root = args.root.resolve() if args.root is not None else clihelp.find_root(Path.cwd())
+        if args.command == "budgets":
+            return commands.cmd_budgets(root, args.cluster, args.format)
         if args.command == "schemas":
             from gputenancy.deliver import fetch
             from gputenancy.versions import releases

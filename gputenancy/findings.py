@@ -43,6 +43,32 @@ class Origin:
         return Finding(self.path, self.line, self.col, severity, rule, message)
 
 
+# Findings about a cause other findings follow from (a mistyped name, unreadable YAML, an invalid file):
+# they are printed first, so the first line of the output is the one to fix.
+ROOT_CAUSE_RULES = frozenset(
+    {
+        "tenant-name-file",
+        "tenant-duplicate",
+        "cluster-unknown",
+        "flavor-unknown",
+        "device-class-unknown",
+        "cohort-unknown",
+        "namespace-owner",
+        "kueue-feature-gate-unknown",
+    }
+)
+
+
+def is_root_cause(finding: Finding) -> bool:
+    rule = finding.rule
+    return rule in ROOT_CAUSE_RULES or rule.startswith("source-") or rule.endswith("-schema")
+
+
+def ordered(findings: Iterable[Finding]) -> list[Finding]:
+    """Root causes first, then by place (path, line, column)."""
+    return sorted(findings, key=lambda f: (not is_root_cause(f), f))
+
+
 class PipelineError(Exception):
     """The one expected error: carries findings; the CLI prints them and exits 1."""
 

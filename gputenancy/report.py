@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 
 from gputenancy import safetext
-from gputenancy.findings import Finding, Severity
+from gputenancy.findings import Finding, Severity, ordered
 
 FORMATS = ("text", "github", "json")
 
@@ -36,12 +36,12 @@ the input, the output stays bounded (messages and paths are clipped too: `safete
 
 
 def bounded(findings: Sequence[Finding]) -> tuple[list[Finding], list[str]]:
-    """Findings with visible, clipped paths and messages, at most MAX_PER_RULE per rule; and notes
-    for those left out."""
+    """Findings with visible, clipped paths and messages, at most MAX_PER_RULE per rule, root causes
+    first (`findings.ordered`); and notes for those left out."""
     shown: list[Finding] = []
     left_out: dict[str, int] = {}
     count: dict[str, int] = {}
-    for f in sorted(findings):
+    for f in ordered(findings):
         count[f.rule] = count.get(f.rule, 0) + 1
         if count[f.rule] > MAX_PER_RULE:
             left_out[f.rule] = left_out.get(f.rule, 0) + 1
@@ -63,9 +63,21 @@ def bounded(findings: Sequence[Finding]) -> tuple[list[Finding], list[str]]:
     return shown, notes
 
 
-def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] = ()) -> str:
-    total = sorted(findings)
-    ordered, capped = bounded(total)
+_PAINT = {"error": "\033[1;31m", "warning": "\033[33m", "note": "\033[36m"}
+
+
+def _painted(f: Finding) -> str:
+    """`path:line:col` bold, the severity in its colour, the rule dim."""
+    where = f.path + (f":{f.line}:{max(f.col, 1)}" if f.line else "")
+    sev = f.severity.value
+    return f"\033[1m{where}\033[0m: {_PAINT.get(sev, '')}{sev}\033[0m: {f.message} \033[2m({f.rule})\033[0m"
+
+
+def format_findings(
+    findings: Sequence[Finding], fmt: str, notes: Sequence[str] = (), *, color: bool = False
+) -> str:
+    total = list(findings)
+    in_order, capped = bounded(total)
     notes = [*(safetext.line(n) for n in notes), *capped]
     if fmt == "json":
         return (
@@ -80,7 +92,7 @@ def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] 
                             "rule": f.rule,
                             "message": f.message,
                         }
-                        for f in ordered
+                        for f in in_order
                     ],
                     "notes": list(notes),
                     "summary": summary(total),
@@ -90,7 +102,7 @@ def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] 
             + "\n"
         )
     lines = []
-    for f in ordered:
+    for f in in_order:
         if fmt == "github":
             level = {"error": "error", "warning": "warning"}.get(f.severity.value, "notice")
             props = [f"file={_escape_prop(f.path)}"]
@@ -99,8 +111,8 @@ def format_findings(findings: Sequence[Finding], fmt: str, notes: Sequence[str] 
             props.append(f"title={_escape_prop(f.rule)}")
             lines.append(f"::{level} {','.join(props)}::{_escape_data(f.message)}")
         else:
-            lines.append(f.format())
+            lines.append(_painted(f) if color else f.format())
     lines.extend(f"note: {n}" for n in notes)
-    if ordered:
+    if in_order:
         lines.append(summary(total))
     return "\n".join(lines) + ("\n" if lines else "")

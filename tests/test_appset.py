@@ -57,7 +57,7 @@ def crd_errors(shared: Path, kind: str, body: Any) -> list[str]:
 
 
 def committed() -> dict[str, Any]:
-    text = (trees.REPO / appset.PATH).read_text()
+    text = (trees.FIXTURE / appset.PATH).read_text()
     assert text.startswith(appset.HEADER)
     body = yaml.load(text, Loader=_Loader)
     assert isinstance(body, dict)
@@ -94,7 +94,7 @@ def test_the_crd_check_rejects_unknown_fields(shared: Path) -> None:
 
 def test_helm_application_is_valid_against_the_crd(shared: Path) -> None:
     """The Kueue Application that `render` writes for clusters with kueue.install: helm."""
-    found = sorted((trees.REPO / "generated").glob("*/application/*/*.yaml"))
+    found = sorted((trees.FIXTURE / "generated").glob("*/application/*/*.yaml"))
     assert found, "the lab cluster installs Kueue from its chart"
     for path in found:
         body = yaml.load(path.read_text(), Loader=_Loader)
@@ -158,8 +158,8 @@ def generate(root: Path, body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_one_application_per_cluster_with_its_destination(shared: Path) -> None:
     body = committed()
-    apps = {a["metadata"]["name"]: a for a in generate(trees.REPO, body)}
-    assert {"gputenancy-lab", "gputenancy-prod"} <= set(apps)
+    apps = {a["metadata"]["name"]: a for a in generate(trees.FIXTURE, body)}
+    assert set(apps) == {"gputenancy-lab", "gputenancy-prod"}
     lab, prod = apps["gputenancy-lab"], apps["gputenancy-prod"]
     assert lab["spec"]["destination"] == {"server": "https://kubernetes.default.svc", "name": ""}
     assert prod["spec"]["destination"] == {"server": "", "name": "prod"}
@@ -184,7 +184,7 @@ def test_one_application_per_cluster_with_its_destination(shared: Path) -> None:
 
 
 def test_ignore_differences_only_for_kueue_finalizers() -> None:
-    (app, *_) = generate(trees.REPO, committed())
+    (app, *_) = generate(trees.FIXTURE, committed())
     assert app["spec"]["ignoreDifferences"] == [
         {"group": "kueue.x-k8s.io", "kind": "ClusterQueue", "jsonPointers": ["/metadata/finalizers"]},
         {"group": "kueue.x-k8s.io", "kind": "ResourceFlavor", "jsonPointers": ["/metadata/finalizers"]},
@@ -194,7 +194,7 @@ def test_ignore_differences_only_for_kueue_finalizers() -> None:
 def test_objects_carry_the_sync_waves_the_applications_rely_on() -> None:
     """Every object the pipeline renders is ordered (static base/ objects go in the default wave 0)."""
     rendered = 0
-    for path in sorted((trees.REPO / "generated").rglob("*.yaml")):
+    for path in sorted((trees.FIXTURE / "generated").rglob("*.yaml")):
         annotations = yaml.load(path.read_text(), Loader=_Loader)["metadata"].get("annotations", {})
         if "gputenancy.io/source" in annotations:
             rendered += 1

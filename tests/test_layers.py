@@ -1,7 +1,7 @@
 """The package's layering, read from its source (ast): no import cycle, and no import from a later stage
 into an earlier one. Stages in order: versions < inputs < policy < render < build < check < deliver;
 the leaves at the top of the package (LEAVES) import only other leaves and are usable by all; `engine`
-and `cli` sit above the stages."""
+and the command line (`clihelp`, `commands`, `cli`) sit above the stages."""
 
 from __future__ import annotations
 
@@ -25,9 +25,13 @@ LEAVES = frozenset(
         "report",
         "safetext",
         "interrupt",
+        "hints",
+        "progress",
     }
 )
-TOP = ("engine", "cli")
+TOP = ("engine", "clihelp", "commands", "cli")
+"""Above the stages: the engine, then the command line (its help texts, the commands that are not a
+stage's own, and the parser)."""
 ALLOWED_UPWARD = {("deliver", "engine")}
 """plan and publish run the engine themselves (publish between its checks of the working tree and its
 commit), so delivery may call the engine; nothing else reaches above its stage."""

@@ -32,12 +32,12 @@ def entries(text: str) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def test_committed_codeowners_is_what_render_writes() -> None:
-    assert (trees.REPO / ownership.PATH).read_text() == text_of(trees.REPO)
+    assert (trees.FIXTURE / ownership.PATH).read_text() == text_of(trees.FIXTURE)
 
 
 def test_every_tenant_file_is_owned_by_its_owners_and_the_rest_by_the_platform() -> None:
-    text = (trees.REPO / ownership.PATH).read_text()
-    model, _ = spec.load_model(trees.REPO)
+    text = (trees.FIXTURE / ownership.PATH).read_text()
+    model, _ = spec.load_model(trees.FIXTURE)
     assert model.platform.owners == PLATFORM
     for tenant in model.tenants:
         assert ownership.owners_of(text, tenant.path) == tenant.owners, tenant.path
@@ -58,7 +58,7 @@ def test_every_tenant_file_is_owned_by_its_owners_and_the_rest_by_the_platform()
 
 def test_platform_lines_come_before_tenant_lines() -> None:
     """GitHub applies the last matching line: a later platform line would take tenant files away."""
-    lines = entries((trees.REPO / ownership.PATH).read_text())
+    lines = entries((trees.FIXTURE / ownership.PATH).read_text())
     platform = [i for i, (_, owners) in enumerate(lines) if owners == PLATFORM]
     tenant = [i for i, (pattern, _) in enumerate(lines) if re.match(r"^/tenants/.+\.yaml$", pattern)]
     assert lines[0] == ("*", PLATFORM)
@@ -74,7 +74,7 @@ def test_platform_lines_come_before_tenant_lines() -> None:
 
 
 def test_syntax_github_accepts() -> None:
-    for pattern, owners in entries((trees.REPO / ownership.PATH).read_text()):
+    for pattern, owners in entries((trees.FIXTURE / ownership.PATH).read_text()):
         assert pattern == "*" or pattern.startswith("/"), pattern
         assert " " not in pattern and "\\" not in pattern
         assert owners and all(OWNER.match(o) for o in owners), (pattern, owners)

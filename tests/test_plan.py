@@ -360,7 +360,7 @@ def test_removal_refused_without_drain(tmp_path: Path, capsys: pytest.CaptureFix
     root = trees.example(tmp_path)
     (root / "tenants/speech.yaml").unlink()
     assert run(root) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # findings after a plan go to stderr, the plan to stdout
     assert "tenants/speech.yaml: error: tenant 'speech': ClusterQueue speech would be deleted" in out
     assert "`state: draining`" in out and "wait until the queue is empty" in out and "(tenant-removal)" in out
     assert run(root, "--allow-delete") == 2

@@ -485,6 +485,9 @@ def test_every_built_rule_is_documented_by_the_rules_command(capsys: pytest.Capt
     for rule_id, fn in postbuild.RULES.items():
         doc = fn.__doc__ or ""
         assert "Passes:" in doc and "Fails:" in doc, rule_id
-        assert f"### `{rule_id}`" in out
+        assert f"  {rule_id} " in out  # listed; `rules ID` explains it
+        assert main(["rules", rule_id]) == 0
+        explained = capsys.readouterr().out
+        assert explained.startswith(f"{rule_id} (built)") and "Fails:  " in explained
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert all(f"`{rule_id}`" in readme for rule_id in postbuild.RULES)

@@ -19,7 +19,7 @@ from gputenancy.inputs.spec import load_model
 from gputenancy.policy import rules
 from gputenancy.render import manifests as render
 
-REPO = trees.REPO
+REPO = trees.FIXTURE
 
 
 def docs(tree: dict[str, bytes], prefix: str) -> list[dict[str, Any]]:
@@ -32,11 +32,14 @@ def result() -> engine.Result:
 
 
 def test_golden_tree_matches_committed_generated(result: engine.Result) -> None:
-    """generated/ is the golden tree; regenerate it with `python pipeline.py render`."""
+    """The fixture's generated/ is the golden tree; regenerate it with
+    `python pipeline.py --root tests/fixtures/repo render`."""
     assert not result.failed, [f.format() for f in result.findings]
     for name, cluster in result.clusters.items():
         differences = output.diff_paths(dict(cluster.tree), output.read_tree(REPO / "generated" / name))
-        assert differences == [], f"generated/{name} differs; run `python pipeline.py render`: {differences}"
+        assert differences == [], (
+            f"tests/fixtures/repo/generated/{name} differs; run `python pipeline.py --root tests/fixtures/repo render`: {differences}"
+        )
 
 
 def test_sharded_build_is_identical_to_one_build(tmp_path: Path) -> None:

@@ -124,7 +124,7 @@ CASES: list[tuple[str, Callable[[Path], str], str, str]] = [
         "cluster-unknown",
         _vision(lambda d: d.update(clusters=["prod", "staging"])),
         "cluster-unknown",
-        "name: vision",
+        "- staging",
     ),
     (
         "tenant-no-budget",

@@ -19,8 +19,14 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 SCHEMAS = REPO / "gputenancy" / "schemas"
 MODELINE = re.compile(r"^# yaml-language-server: \$schema=(?P<ref>\S+)$")
-TENANTS = sorted((REPO / "tenants").glob("*.yaml"))
-INPUTS = [*TENANTS, REPO / "base" / "platform.yaml", *sorted((REPO / "overlays").glob("*/cluster.yaml"))]
+# The suite's own example repository (the live tenants/ and overlays/ are checked by `validate`).
+FIXTURE = REPO / "tests" / "fixtures" / "repo"
+TENANTS = sorted((FIXTURE / "tenants").glob("*.yaml"))
+INPUTS = [
+    *TENANTS,
+    FIXTURE / "base" / "platform.yaml",
+    *sorted((FIXTURE / "overlays").glob("*/cluster.yaml")),
+]
 
 
 def schema(name: str) -> dict[str, Any]:
@@ -48,17 +54,18 @@ def test_there_are_example_tenants() -> None:
     assert len(TENANTS) >= 2
 
 
-@pytest.mark.parametrize("path", INPUTS, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: str(p.relative_to(FIXTURE)))
 def test_every_input_names_its_schema_for_the_editor(path: Path) -> None:
     first = path.read_text().splitlines()[0]
     m = MODELINE.match(first)
-    assert m, f"{path.relative_to(REPO)}: the first line must be '# yaml-language-server: $schema=...'"
-    target = (path.parent / m["ref"]).resolve()
+    rel = path.relative_to(FIXTURE)
+    assert m, f"{rel}: the first line must be '# yaml-language-server: $schema=...'"
+    target = (REPO / rel.parent / m["ref"]).resolve()  # where the file sits in a repository root
     assert target == (SCHEMAS / f"{kind_schema(path)}.schema.json").resolve()
     assert target.is_file()
 
 
-@pytest.mark.parametrize("path", INPUTS, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: str(p.relative_to(FIXTURE)))
 def test_the_published_schema_accepts_every_example(path: Path) -> None:
     data = yaml.safe_load(path.read_text())
     errors = [e.message for e in validator(kind_schema(path)).iter_errors(data)]
@@ -129,7 +136,7 @@ def test_the_console_script_runs_the_pipeline(tmp_path: Path) -> None:
     code = "import sys; from gputenancy.cli import main_entry; sys.argv[0] = 'gputenancy'; main_entry()"
     ok = subprocess.run(
         [sys.executable, "-c", code, "validate"],
-        cwd=REPO,
+        cwd=FIXTURE,
         capture_output=True,
         text=True,
         timeout=300,

@@ -43,7 +43,8 @@ def repo(tmp_path: Path, url: str, versions: tuple[str, ...] = TAGS) -> Path:
 
 def run(root: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     code = cli.main(["--root", str(root), "--no-cache", *args])
-    return code, capsys.readouterr().out
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err  # notes go to stderr
 
 
 def test_first_fetch_writes_the_lock_then_verifies_against_it(

@@ -21,7 +21,7 @@ NEW = ["cohort-cycle", "namespace-reserved"]
 def test_every_boundary_rule_is_documented_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules"]) == 0
     out = capsys.readouterr().out
-    documented = set(re.findall(r"^### `([a-z0-9-]+)`$", out, flags=re.M))
+    documented = set(re.findall(r"^  ([a-z0-9-]+)  ", out, flags=re.M))  # the listing: one id a line
     emitted: set[str] = set()
     for module in ("inputs/confine.py", "inputs/kustomizations.py", "inputs/amounts.py", "build/swap.py"):
         text = (PACKAGE / module).read_text()
@@ -39,7 +39,7 @@ def test_every_boundary_rule_is_documented_with_examples(capsys: pytest.CaptureF
         assert rule_id in rules.RULES
         assert "Passes:" in (rules.RULES[rule_id].__doc__ or "")
     readme = (PACKAGE.parent / "README.md").read_text()
-    for rule_id in documented - set(rules.RULES) | set(NEW):
+    for rule_id in set(cli.boundary_docs()) | set(NEW):
         assert f"`{rule_id}`" in readme, rule_id
 
 

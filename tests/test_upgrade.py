@@ -72,7 +72,8 @@ def test_plan_lists_the_upgrades_crd_and_manager_changes_and_risks(
     }
     # The same in the pull-request comment.
     assert main(root, "plan", "--schemas", str(schemas), "--format", "markdown") == 2
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out + captured.err  # the plan on stdout, notes on stderr
     assert "### Kueue upgrade on c1: v0.18.1 → v0.19.2" in text
     assert "`kueue-crd-validation-changed`" in text
     assert "c1: Kueue CRD schema and CEL validation ran (Kueue v0.19.2" in text

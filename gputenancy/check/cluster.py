@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gputenancy.check import configcheck, validate
+from gputenancy.check import configcheck, helmgates, validate
 from gputenancy.findings import Finding
 from gputenancy.inputs.spec import Cluster
 from gputenancy.objects import RenderedObject
@@ -41,14 +41,15 @@ def validation_ran(c: Cluster, crd_dir: Path | None, skipped: Sequence[str]) -> 
 
 def configuration(c: Cluster, config: KueueConfig) -> list[Finding]:
     """What Kueue `c.kueue_version` would refuse in the merged Configuration, and a Helm
-    `managerConfig` set by hand (the pipeline writes it)."""
-    gate_flag = (
-        c.install == "helm"
-        and c.helm is not None
-        and bool((c.helm.values.get("controllerManager") or {}).get("featureGates"))
-    )
-    findings = configcheck.check_configuration(
-        config.body, c.kueue_version, origin_of=config.origin_of, feature_gates_flag=gate_flag
+    `managerConfig` set by hand (the pipeline writes it). A feature-gate conflict with the chart's
+    values is reported at those values in the overlay (`helmgates`)."""
+    gate_flag = helmgates.chart_passes_feature_gates(c)
+    findings = helmgates.at_the_overlay(
+        c,
+        configcheck.check_configuration(
+            config.body, c.kueue_version, origin_of=config.origin_of, feature_gates_flag=gate_flag
+        ),
+        config.origin_of,
     )
     if c.install == "helm" and c.helm is not None and "managerConfig" in c.helm.values:
         findings.append(

@@ -26,8 +26,10 @@ PLATFORM_PATHS = (
 )
 
 
-def _line(pattern: str, owners: tuple[str, ...], width: int) -> str:
-    return f"{pattern.ljust(width)} {' '.join(owners)}".rstrip()
+def _line(pattern: str, owners: tuple[str, ...]) -> str:
+    """One space between the pattern and the owners, never padding: adding or removing a tenant then
+    changes that tenant's line only (a column aligned to the longest path would move every line)."""
+    return f"{pattern} {' '.join(owners)}".rstrip()
 
 
 def codeowners(model: Model) -> str:
@@ -35,7 +37,6 @@ def codeowners(model: Model) -> str:
     platform = model.platform.owners
     tenants = sorted(model.tenants, key=lambda t: t.path)
     patterns = [f"/{t.path}" for t in tenants]
-    width = max((len(p) for p in [*patterns, *PLATFORM_PATHS]), default=1)
     lines = [
         f"{HEADER} from the `owners:` of tenants/*.yaml and base/platform.yaml; do not edit.",
         "# GitHub uses the last matching line: the platform team's lines come first, each tenant file after.",
@@ -45,12 +46,12 @@ def codeowners(model: Model) -> str:
             "",
             "# Platform team (base/platform.yaml `owners:`): the default, and what it owns explicitly.",
         ]
-        lines += [_line("*", platform, width), *(_line(p, platform, width) for p in PLATFORM_PATHS)]
+        lines += [_line("*", platform), *(_line(p, platform) for p in PLATFORM_PATHS)]
     else:
         lines += ["", "# No `owners:` in base/platform.yaml: only tenant files have owners."]
     if tenants:
         lines += ["", "# Tenant files (tenants/<tenant>.yaml `owners:`)."]
-        lines += [_line(p, t.owners, width) for p, t in zip(patterns, tenants, strict=True)]
+        lines += [_line(p, t.owners) for p, t in zip(patterns, tenants, strict=True)]
     return "\n".join(lines) + "\n"
 
 

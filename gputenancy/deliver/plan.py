@@ -17,6 +17,8 @@ from typing import Any
 
 from gputenancy import engine
 from gputenancy.build import output
+from gputenancy.deliver import budgets
+from gputenancy.deliver import risks as more_risks
 from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tree, compare, load_objects
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
@@ -33,7 +35,7 @@ ACTIONS = ("changed", "added", "removed")
 @dataclasses.dataclass(frozen=True)
 class Risk:
     """risk: queue-deleted | localqueue-replaced | claim-template-replaced | kueue-config-changed |
-    capacity-overcommitted"""
+    capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py)"""
 
     cluster: str
     risk: str
@@ -78,6 +80,7 @@ class Plan:
     risks: tuple[Risk, ...]
     findings: tuple[Finding, ...]  # engine warnings, and errors when the plan is refused
     notes: tuple[str, ...] = ()
+    grants: tuple[budgets.Grant, ...] = ()  # the effective budgets of the tenants the plan changes
     upgrades: tuple[Any, ...] = ()  # deliver.upgrade.Upgrade: kueue.version changes (planview adds them)
 
     @property
@@ -274,13 +277,16 @@ def build(
                 units_on(result, name),
             )
         )
-        risks += _risks(name, objects, olds, cqs)
+        extra, replaced = more_risks.more(name, objects, olds)
+        risks += [r for r in _risks(name, objects, olds, cqs) if r.subject not in replaced]
+        risks += [Risk(name, *r) for r in extra]
         findings += [] if allow_delete else _refusals(name, objects, olds)
     for f in result.findings:
         if f.rule == "capacity":
             m = re.search(r"cluster '([^']+)'", f.message)
             risks.append(Risk(m.group(1) if m else "", "capacity-overcommitted", "", f.message))
-    return Plan(label, tuple(clusters), tuple(risks), tuple(sorted(findings)), tuple(result.notes))
+    grants = budgets.grants_for(result.model, {c.name: c.tenants for c in clusters})
+    return Plan(label, tuple(clusters), tuple(risks), tuple(sorted(findings)), tuple(result.notes), grants)
 
 
 def read_against(root: Path, against: str | None) -> tuple[dict[str, dict[str, bytes]], str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy import report, safetext
-from gputenancy.deliver import mdsafe
+from gputenancy.deliver import budgets, mdsafe
 from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (
     ACTIONS,
@@ -26,6 +26,7 @@ from gputenancy.inputs import hami
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 
 MAX_COMMENT = 65536
+MAX_GRANT_ROWS = 60  # per cluster in the PR comment; `budgets` shows all
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 _COLOURS = {"+": "\033[32m", "-": "\033[31m", "~": "\033[33m", "!": "\033[1;31m"}
 _SIGN = {"added": "+", "removed": "-", "changed": "~"}
@@ -109,6 +110,9 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         for r in c.capacity if c.changed else ():
             row = f"{r.flavor} {r.resource}: {_budget(r)} of {_q(r.capacity, r.unit)}"
             lines.append(f"    {row}  {_bar(r.after, r.capacity)}".rstrip())
+        granted = [g for g in plan.grants if g.cluster == c.name]
+        lines += [f"  what it grants on {c.name} (effective budgets):"] if granted else []
+        lines += [f"    {budgets.grant_line(g)}" for g in granted]
     lines += _upgrade_lines(plan)
     lines += (
         ["risks:", *(paint("!", f"  ! {r.cluster or '*'} {r.risk}: {r.message}") for r in plan.risks)]
@@ -186,6 +190,12 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
             head.append(
                 f"| {_md(r.flavor)} | {_md(r.resource)} | {_md(_budget(r))} | {_md(_q(r.capacity, r.unit))} | {bar} |"
             )
+    for name in dict.fromkeys(g.cluster for g in plan.grants):
+        granted = [g for g in plan.grants if g.cluster == name]
+        head += ["", f"### What it grants on {_md(name)}", "", *budgets.GRANT_HEADER]
+        head += [budgets.grant_row(g) for g in granted[:MAX_GRANT_ROWS]]
+        if len(granted) > MAX_GRANT_ROWS:
+            head += ["", f"… and {len(granted) - MAX_GRANT_ROWS} more rows: run `python pipeline.py budgets`"]
     if plan.findings:
         listed = report.format_findings(list(plan.findings), "text").splitlines()
         head += ["", "### Findings", "", mdsafe.fence(listed)]
@@ -244,7 +254,13 @@ def to_json(plan: Plan) -> dict[str, Any]:
         "against": plan.against,
         "changed": plan.changed,
         "summary": summary(plan),
-        "clusters": [_cluster_json(c) for c in plan.clusters],
+        "clusters": [
+            {
+                **_cluster_json(c),
+                "grants": [budgets.grant_json(g) for g in plan.grants if g.cluster == c.name],
+            }
+            for c in plan.clusters
+        ],
         "risks": [dataclasses.asdict(r) for r in plan.risks],
         "upgrades": [dataclasses.asdict(u) for u in plan.upgrades],
         "findings": [{**dataclasses.asdict(f), "severity": f.severity.value} for f in shown],
@@ -295,8 +311,11 @@ def command(
     color: bool,
     findings_format: str,
     emit: Callable[[str], Any],
+    emit_notes: Callable[[str], Any] | None = None,
 ) -> int:
-    """`pipeline.py plan`: 0 no change, 2 changes, 1 errors (findings printed as for validate)."""
+    """`pipeline.py plan`: 0 no change, 2 changes, 1 errors (findings printed as for validate).
+    The plan goes to `emit` (stdout); findings and notes after it to `emit_notes` (stderr), so
+    `plan --format markdown > file` holds the plan alone."""
     result, plan = make(root, cluster=cluster, against=against, schemas=schemas, allow_delete=allow_delete)
     if plan is not None:
         plan = with_upgrades(plan, result.model, schemas)
@@ -314,5 +333,5 @@ def command(
         output_file.write_text(text, encoding="utf-8")
     emit(f"plan written to {output_file}: {summary(plan)}\n" if output_file is not None else text)
     if fmt != "json" or output_file is not None:  # findings and notes as validate prints them
-        emit(report.format_findings(list(plan.findings), findings_format, plan.notes))
+        (emit_notes or emit)(report.format_findings(list(plan.findings), findings_format, plan.notes))
     return 1 if plan.failed else 2 if plan.changed else 0

@@ -304,8 +304,10 @@ def command(
     allow_delete: bool,
     message_title: str | None,
     emit: Callable[[str], Any],
+    emit_notes: Callable[[str], Any] | None = None,
 ) -> int:
-    """`pipeline.py publish`: 0 published or nothing to do, 1 errors or refused."""
+    """`pipeline.py publish`: 0 published or nothing to do, 1 errors or refused. Notes go to
+    `emit_notes` (stderr), the rest to `emit` (stdout)."""
     outcome = publish(
         root,
         cluster=cluster,
@@ -318,7 +320,8 @@ def command(
         message_title=message_title,
     )
     if outcome.plan is not None:
-        emit(report.format_findings(list(outcome.plan.findings), report.default_format(), outcome.plan.notes))
+        emit(report.format_findings(list(outcome.plan.findings), report.default_format()))
+        (emit_notes or emit)("".join(f"note: {n}\n" for n in outcome.plan.notes))
     if outcome.status == "dry-run":
         emit(f"dry run: would commit to {outcome.target}:\n\n{outcome.message}")
     elif outcome.status in ("committed", "pushed"):

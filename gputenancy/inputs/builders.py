@@ -180,6 +180,7 @@ def build_tenant(doc: Document) -> Tenant:
         device_classes=tuple(_class_entry(doc, i, raw) for i, raw in enumerate(d.get("deviceClasses", []))),
         origin=doc.origin("name"),
         cohort_origin=doc.origin("cohort"),
+        cluster_origins=tuple(doc.origin("clusters", i) for i in range(len(d.get("clusters", ())))),
         vgpu_templates=hami.build_templates(c.add, doc, d.get("vgpuTemplates", [])),
     )
     if c.findings:

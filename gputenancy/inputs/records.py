@@ -63,6 +63,7 @@ class Tenant:
     device_classes: tuple[DeviceClassEntry, ...]
     origin: Origin
     cohort_origin: Origin
+    cluster_origins: tuple[Origin, ...] = ()  # of each entry of `clusters`
     vgpu_templates: tuple[VgpuTemplate, ...] = ()
 
     def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...] | None:

@@ -3,7 +3,6 @@ errors as findings at the offending line (unknown keys with a did-you-mean)."""
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from collections.abc import Iterable
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema_rs
 
 from gputenancy.findings import Finding
+from gputenancy.inputs import schemahints
 from gputenancy.inputs.document import Document
 
 if TYPE_CHECKING:
@@ -68,15 +68,9 @@ def check_schema(doc: Document, name: str, rule: str) -> list[Finding]:
     findings: list[Finding] = []
     for error in _validator(name).iter_errors(doc.data):
         path = tuple(error.absolute_path)
-        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            known = list(error.schema.get("properties", {}))
-            for key in error.instance:
-                if key in known:
-                    continue
-                hint = difflib.get_close_matches(str(key), known, n=1)
-                extra = f"; did you mean {hint[0]!r}?" if hint else f"; expected one of: {', '.join(known)}"
-                o = doc.key_origin(*path, key)
-                findings.append(o.finding(rule, f"unknown key {key!r} at {dotted(path)}{extra}"))
+        explained = schemahints.explain(error, doc, rule, dotted)
+        if explained is not None:
+            findings.extend(explained)
             continue
         o = doc.origin(*path)
         findings.append(o.finding(rule, f"{dotted(path)}: {_describe(error)}"))

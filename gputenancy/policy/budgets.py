@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gputenancy.findings import Finding
+from gputenancy.hints import did_you_mean
 from gputenancy.inputs.spec import Amount, FlavorBudget, Model
 from gputenancy.policy.catalog import Catalog, declared_budgets, err, placed_budgets
 
@@ -16,19 +17,21 @@ def flavor_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
     Passes: flavor: h100 on prod whose capacity lists h100.
     Fails: flavor: h100 on lab, whose capacity lists only t4.
     """
-    for _, cluster, fb in placed_budgets(model):
+    for t, cluster, fb in placed_budgets(model):
         if fb.flavor not in model.platform.flavors:
             yield err(
                 fb.origin,
                 "flavor-unknown",
-                f"flavor {fb.flavor!r} is not defined in base/platform.yaml (known: {', '.join(sorted(model.platform.flavors))})",
+                f"flavor {fb.flavor!r} is not defined in base/platform.yaml (known: {', '.join(sorted(model.platform.flavors))})"
+                + did_you_mean(fb.flavor, model.platform.flavors),
             )
         elif fb.flavor not in {c.flavor for c in model.clusters[cluster].capacity}:
             offered = ", ".join(c.flavor for c in model.clusters[cluster].capacity)
             yield err(
                 fb.origin,
                 "flavor-unknown",
-                f"flavor {fb.flavor!r} is not offered on cluster {cluster!r} (offered: {offered}); set budgets.clusters.{cluster}",
+                f"flavor {fb.flavor!r} is not offered on cluster {cluster!r} (offered: {offered}); set budgets.clusters.{cluster}"
+                + (" or take the cluster out of clusters:" if t.clusters else ""),
             )
     for c in model.clusters.values():
         for cap in c.capacity:
@@ -36,7 +39,8 @@ def flavor_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
                 yield err(
                     cap.origin,
                     "flavor-unknown",
-                    f"capacity for flavor {cap.flavor!r}, which is not defined in base/platform.yaml",
+                    f"capacity for flavor {cap.flavor!r}, which is not defined in base/platform.yaml"
+                    + did_you_mean(cap.flavor, model.platform.flavors),
                 )
 
 
@@ -145,5 +149,6 @@ def cohort_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
             yield err(
                 t.cohort_origin,
                 "cohort-unknown",
-                f"cohort {t.cohort!r} is not defined in base/platform.yaml (known: {known})",
+                f"cohort {t.cohort!r} is not defined in base/platform.yaml (known: {known})"
+                + did_you_mean(t.cohort, model.platform.cohorts),
             )

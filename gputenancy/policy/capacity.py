@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.hints import did_you_mean
 from gputenancy.inputs.hami import human
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import Cluster, Model, Tenant
@@ -78,38 +79,65 @@ def _shown(q: Quantity, unit: str) -> str:
     return f"{q.canonical()} ({human(q, unit)})" if unit else q.canonical()
 
 
-def _who(parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5, unit: str = "") -> str:
+def _who(
+    parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5, unit: str = "", *, with_place: bool = True
+) -> str:
     ranked = sorted(parts, key=lambda p: p[1], reverse=True)
-    shown = ", ".join(f"{t.name} {_shown(q, unit)} at {o.path}:{o.line}" for t, q, o in ranked[:most])
+    shown = ", ".join(
+        f"{t.name} {_shown(q, unit)}" + (f" at {o.path}:{o.line}" if with_place else "")
+        for t, q, o in ranked[:most]
+    )
     return shown + (f" and {len(ranked) - most} more" if len(ranked) > most else "")
 
 
 def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Finding]:
+    """Over capacity: an error at every contributing tenant's amount line (where a pull request changes a
+    budget) and at the cluster's capacity line; with overcommit: true one warning at the capacity line."""
     have = capacity_by_flavor(cluster, catalog)
     who = contributions(model, cluster, catalog)
+    entries = {c.flavor: c.origin for c in cluster.capacity}
+    sev = Severity.WARNING if cluster.overcommit else Severity.ERROR
     units = _units(cluster, catalog)
     for (flavor, resource), used in sorted(usage_by_flavor(model, cluster, catalog).items()):
+        if flavor not in entries:
+            continue  # not offered on this cluster: flavor-unknown reports the budget at its flavor line
         cap = have.get((flavor, resource))
+        parts = who[(flavor, resource)]
+        unit = units.get(resource, "")
         if cap is None:
-            yield Finding(
-                cluster.path,
-                cluster.origin.line,
-                cluster.origin.col,
-                Severity.WARNING if cluster.overcommit else Severity.ERROR,
+            entry = entries[flavor]
+            where = f"{entry.path}:{entry.line}"
+            hint = did_you_mean(resource, [r for f, r in have if f == flavor])
+            for t, q, o in parts if not cluster.overcommit else ():
+                yield o.finding(
+                    "capacity",
+                    f"tenant {t.name!r} budgets {q.canonical()} {resource} on flavor {flavor!r}, but cluster "
+                    f"{cluster.name!r} declares no capacity for {resource} there ({where}){hint}; add it to "
+                    "the capacity or drop it from the budget",
+                    sev,
+                )
+            yield entry.finding(
                 "capacity",
-                f"tenants budget {used.canonical()} {resource} on flavor {flavor!r}, but cluster {cluster.name!r} declares no capacity for it",
+                f"tenants budget {used.canonical()} {resource} on flavor {flavor!r}, but cluster {cluster.name!r} "
+                f"declares no capacity for it ({_who(parts)})",
+                sev,
             )
             continue
         if used > cap[0]:
-            sev = Severity.WARNING if cluster.overcommit else Severity.ERROR
             note = (
                 " (overcommit allowed)" if cluster.overcommit else "; lower a budget or set overcommit: true"
             )
-            yield Finding(
-                cap[1].path,
-                cap[1].line,
-                cap[1].col,
-                sev,
+            total = f"{_shown(used, unit)} exceeds capacity {_shown(cap[0], unit)}"
+            if not cluster.overcommit:
+                for t, q, o in parts:
+                    yield o.finding(
+                        "capacity",
+                        f"{t.name}'s nominal {_shown(q, unit)} {resource} on flavor {flavor!r} counts toward "
+                        f"cluster {cluster.name!r}, where the tenants' total {total} "
+                        f"({cap[1].path}:{cap[1].line}; {_who(parts, unit=unit, with_place=False)}){note}",
+                    )
+            yield cap[1].finding(
                 "capacity",
-                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {_shown(used, units.get(resource, ''))} exceeds capacity {_shown(cap[0], units.get(resource, ''))} ({_who(who[(flavor, resource)], unit=units.get(resource, ''))}){note}",
+                f"cluster {cluster.name!r} flavor {flavor!r}: tenants' nominal {resource} {total} ({_who(parts, unit=unit)}){note}",
+                sev,
             )

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from gputenancy.findings import Finding, Origin
+from gputenancy.hints import closest, did_you_mean
 from gputenancy.inputs.spec import ClaimTemplate, Model
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources, err
 
@@ -26,17 +27,29 @@ def device_class_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
             for fb in budget:
                 for name, amount in fb.devices:
                     if name not in catalog.classes:
+                        meant = closest(name, catalog.classes)
+                        needing = sorted(
+                            {ct.name for ct in t.claim_templates if meant and ct.device_class == meant}
+                        )
+                        folded = (
+                            f" (claim template(s) {', '.join(needing)} use {meant}, so their budget is missing too)"
+                            if needing
+                            else ""
+                        )
                         yield err(
                             amount.origin,
                             "device-class-unknown",
-                            f"device class {name!r} is not in the catalog (known: {known})",
+                            f"device class {name!r} is not in the catalog (known: {known})"
+                            + did_you_mean(name, catalog.classes)
+                            + folded,
                         )
         for ct in t.claim_templates:
             if ct.device_class not in catalog.classes:
                 yield err(
                     ct.class_origin,
                     "device-class-unknown",
-                    f"claim template {ct.name!r}: device class {ct.device_class!r} is not in the catalog, so Kueue could not map it (known: {known})",
+                    f"claim template {ct.name!r}: device class {ct.device_class!r} is not in the catalog, so Kueue could not map it (known: {known})"
+                    + did_you_mean(ct.device_class, catalog.classes),
                 )
     for c in model.clusters.values():
         for cap in c.capacity:
@@ -45,7 +58,8 @@ def device_class_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
                     yield err(
                         origin,
                         "device-class-unknown",
-                        f"capacity for device class {name!r}, which is not in the catalog",
+                        f"capacity for device class {name!r}, which is not in the catalog"
+                        + did_you_mean(name, catalog.classes),
                     )
 
 
@@ -91,8 +105,16 @@ def claim_coverage(model: Model, catalog: Catalog) -> Iterator[Finding]:
             if not t.placed_on(cluster):
                 continue
             covered = covered_resources(t, cluster, catalog)
+            mistyped = {
+                closest(name, catalog.classes)
+                for fb in t.budget_for(cluster) or ()
+                for name, _ in fb.devices
+                if name not in catalog.classes
+            }
             for ct in claims_on(t, cluster):
                 entry = catalog.classes.get(ct.device_class)
+                if ct.device_class in mistyped:
+                    continue  # device-class-unknown reports the mistyped budget, naming this template
                 if entry is not None and entry.resource not in covered:
                     yield err(
                         ct.class_origin,
@@ -121,7 +143,7 @@ def claim_scope(model: Model, catalog: Catalog) -> Iterator[Finding]:
                     )
             if t.clusters is not None:
                 for c in ct.clusters or ():
-                    if c not in t.clusters:
+                    if c not in t.clusters and c in model.clusters:  # else cluster-unknown
                         yield err(
                             ct.origin,
                             "claim-scope",

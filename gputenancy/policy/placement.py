@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from gputenancy.findings import Finding, Origin
+from gputenancy.hints import closest
 from gputenancy.inputs.spec import Model, Tenant
 from gputenancy.policy.catalog import Catalog, err
 
@@ -52,35 +53,40 @@ def namespace_owner(model: Model, catalog: Catalog) -> Iterator[Finding]:
 
 
 def cluster_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
-    """Clusters named by a tenant exist under overlays/.
+    """Clusters named by a tenant exist under overlays/. One finding per mistyped name, at the first place
+    that names it (the `clusters:` entry), listing the other places and what the typo leaves without a
+    budget.
 
     Passes: clusters: [prod] with overlays/prod/cluster.yaml.
     Fails: budgets.clusters.staging without overlays/staging.
     """
-    known = set(model.clusters)
+    known = sorted(model.clusters)
     for t in model.tenants:
-        for name in t.clusters or ():
-            if name not in known:
-                yield err(
-                    t.origin,
-                    "cluster-unknown",
-                    f"tenant {t.name!r} names cluster {name!r}, which has no overlay (known: {', '.join(sorted(known))})",
-                )
+        places: dict[str, list[tuple[Origin, str]]] = defaultdict(list)
+        for i, name in enumerate(t.clusters or ()):
+            origin = t.cluster_origins[i] if i < len(t.cluster_origins) else t.origin
+            places[name].append((origin, "clusters"))
         for name, budget in t.cluster_budgets.items():
-            if name not in known and budget:
-                yield err(
-                    budget[0].origin,
-                    "cluster-unknown",
-                    f"budget for unknown cluster {name!r} (known: {', '.join(sorted(known))})",
-                )
+            if budget:
+                places[name].append((budget[0].origin, f"budgets.clusters.{name}"))
         for ct in t.claim_templates:
             for name in ct.clusters or ():
-                if name not in known:
-                    yield err(
-                        ct.origin,
-                        "cluster-unknown",
-                        f"claim template {ct.name!r} names unknown cluster {name!r}",
-                    )
+                places[name].append((ct.origin, f"claim template {ct.name!r}"))
+        for name, where in places.items():
+            if name in model.clusters:
+                continue
+            (first, what), others = where[0], where[1:]
+            guess = closest(name, known)
+            hint = f"; did you mean {guess!r}?" if guess else ""
+            if guess and t.placed_on(guess) and t.budget_for(guess) is None:
+                hint += f" (tenant {t.name!r} is placed on {guess!r} and has no budget there)"
+            also = ", ".join(f"{w} at line {o.line}" for o, w in others)
+            yield err(
+                first,
+                "cluster-unknown",
+                f"{what} of tenant {t.name!r} names cluster {name!r}, which has no overlay (known: "
+                f"{', '.join(known)}){hint}" + (f"; also named by {also}" if also else ""),
+            )
 
 
 def tenant_no_budget(model: Model, catalog: Catalog) -> Iterator[Finding]:
@@ -90,7 +96,10 @@ def tenant_no_budget(model: Model, catalog: Catalog) -> Iterator[Finding]:
     Fails: clusters: [lab, prod] with only budgets.clusters.lab.
     """
     for t in model.tenants:
+        mistyped = {closest(c, model.clusters) for c in t.cluster_budgets if c not in model.clusters}
         for name in t.clusters or ():
+            if name in mistyped:
+                continue  # cluster-unknown reports the budget under the mistyped name
             if name in model.clusters and t.budget_for(name) is None:
                 yield err(
                     t.origin,

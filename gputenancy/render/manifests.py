@@ -33,11 +33,14 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 _EXACTLY = ("spec", "spec", "devices", "requests", 0, "exactly")
 
 # Argo CD sync waves: configuration and DeviceClasses, then flavors and cohorts, then ClusterQueues,
-# then LocalQueues and ResourceClaimTemplates.
+# then LocalQueues and ResourceClaimTemplates. The queues of a draining tenant (stopPolicy:
+# HoldAndDrain) go last: Argo CD reports a held queue Suspended, and a wave waits until its objects
+# are Healthy, so a held queue in an earlier wave would stall every later one (argocd/README.md).
 WAVE_CONFIG = "-3"
 WAVE_FLAVORS = "-2"
 WAVE_CLUSTER_QUEUES = "-1"
 WAVE_NAMESPACED = "0"
+WAVE_HELD = "1"
 
 PREEMPTION = {
     "none": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": "Never"},
@@ -129,6 +132,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
         field_origins[("spec", "resourceGroups", 0, "flavors", fi)] = fb.origin
         flavors.append({"name": fb.flavor, "resources": resources})
     stop = "HoldAndDrain" if tenant.state == "draining" else "None"
+    held = stop != "None"
     namespaces = [ns for ns, _ in tenant.namespaces]
     cq = _render(
         "clusterqueue.json.j2",
@@ -142,7 +146,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
         covered=covered,
         flavors=flavors,
         defaults=kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"],
-        **_meta(tenant.origin, WAVE_CLUSTER_QUEUES, tenant.name),
+        **_meta(tenant.origin, WAVE_HELD if held else WAVE_CLUSTER_QUEUES, tenant.name),
     )
     field_origins[("spec", "cohortName")] = tenant.cohort_origin
     out = [RenderedObject(cluster.name, cq, tenant.origin, field_origins)]
@@ -153,7 +157,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
             namespace=ns,
             cluster_queue=tenant.name,
             stop_policy=stop,
-            **_meta(origin, WAVE_NAMESPACED, tenant.name),
+            **_meta(origin, WAVE_HELD if held else WAVE_NAMESPACED, tenant.name),
         )
         out.append(RenderedObject(cluster.name, lq, origin))
     for ct in claims_on(tenant, cluster.name):

@@ -1,0 +1,1 @@
+"""kustomize in shards, and writing generated/ atomically."""

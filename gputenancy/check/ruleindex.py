@@ -1,0 +1,542 @@
+"""Every rule id a finding can carry, with what it checks and a failing and a passing example:
+`python pipeline.py rules` lists them, `python pipeline.py rules ID` explains one.
+
+Four sources: the model rules (`policy.rules.RULES`, each documented by its docstring), the admission
+rules of Kueue's webhooks and of DRA (`check.webhooks.RULES`), the rules on the built objects
+(`check.postbuild.RULES`), the trust-boundary rules documented beside their code (`DOCS` of
+`inputs.confine`, `inputs.kustomizations`, `inputs.amounts`, `build.swap`), and the table below for the rules
+that live in the reader, the schemas, the Kueue Configuration checks, the build, the object
+validation, plan and publish. A rule registered in any of those registries appears here without more work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+
+from gputenancy.check import postbuild, webhooks
+from gputenancy.policy import rules
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleDoc:
+    id: str
+    stage: str
+    summary: str
+    fails: str
+    passes: str
+
+
+# (id, stage, what it checks, a failing example, a passing example)
+_TABLE: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "source-read",
+        "read",
+        "an input file or directory can be read",
+        "tenants/a.yaml without read permission",
+        "a readable file",
+    ),
+    (
+        "source-not-regular",
+        "read",
+        "inputs are regular files",
+        "tenants/a.yaml is a FIFO or a directory",
+        "a regular file",
+    ),
+    (
+        "source-symlink",
+        "read",
+        "symlinks stay inside the repository",
+        "tenants/a.yaml -> /etc/passwd",
+        "tenants/a.yaml -> ../shared/a.yaml inside the repository",
+    ),
+    (
+        "source-outside-root",
+        "read",
+        "files are read only from inside the repository root",
+        "a path resolving outside --root",
+        "tenants/a.yaml",
+    ),
+    ("source-size", "read", "a file is at most 256 KiB", "a 1 MiB tenants/a.yaml", "a 4 KiB file"),
+    ("source-empty", "read", "a file has content", "a file with only comments", "a file with a document"),
+    (
+        "source-multidoc",
+        "read",
+        "one YAML document per file",
+        "two documents separated by ---",
+        "one document",
+    ),
+    (
+        "source-encoding",
+        "read",
+        "files are UTF-8 (no BOM, no other encoding)",
+        "a UTF-16 file",
+        "a UTF-8 file",
+    ),
+    ("source-tab", "read", "indentation uses spaces", "a tab before `name:`", "two spaces"),
+    ("source-syntax", "read", "the file is valid YAML", "`name: [a` (unclosed flow sequence)", "`name: a`"),
+    (
+        "source-duplicate-key",
+        "read",
+        "a key appears once per mapping",
+        "`name: a` twice in one mapping",
+        "each key once",
+    ),
+    (
+        "source-alias",
+        "read",
+        "no anchors, aliases or merge keys",
+        "`budgets: *shared`",
+        "the value written out",
+    ),
+    ("source-tag", "read", "no explicit tags", "`count: !!str 4`", "`count: 4`"),
+    (
+        "source-ambiguous-bool",
+        "read",
+        "warning: yes/no/on/off read as strings, not booleans",
+        "`enabled: yes`",
+        "`enabled: true`",
+    ),
+    ("source-key-type", "read", "mapping keys are strings", "`4: gpu`", "`gpu: 4`"),
+    (
+        "source-depth",
+        "read",
+        "nesting stays within a sane depth",
+        "a document nested 200 levels deep",
+        "an ordinary tenant file",
+    ),
+    ("source-number", "read", "numbers are finite", "`nominal: .inf`", "`nominal: 4`"),
+    (
+        "tenant-schema",
+        "schema",
+        "a tenant file matches gputenancy/schemas/tenant.schema.json (unknown keys named with a did-you-mean)",
+        "`borrowLimit: 2` in an amount",
+        "`borrowingLimit: 2`",
+    ),
+    (
+        "platform-schema",
+        "schema",
+        "base/platform.yaml matches platform.schema.json",
+        "`flavours:` at the top level",
+        "`flavors:`",
+    ),
+    (
+        "cluster-schema",
+        "schema",
+        "overlays/<cluster>/cluster.yaml matches cluster.schema.json",
+        "`kueue: {version: 0.19}` (not a string)",
+        "`kueue: {version: v0.19.2}`",
+    ),
+    (
+        "quantity",
+        "model",
+        "amounts are Kubernetes quantities; device counts are whole numbers",
+        "`gpu.nvidia.com: 1.5`",
+        "`gpu.nvidia.com: 2`",
+    ),
+    (
+        "budget-empty",
+        "model",
+        "a flavor budget has devices or resources",
+        "`- flavor: h100` alone",
+        "`- flavor: h100` with `devices: {gpu.nvidia.com: 1}`",
+    ),
+    (
+        "tenant-name-file",
+        "model",
+        "a tenant's name equals its file name",
+        "tenants/vision.yaml with `name: visoin`",
+        "tenants/vision.yaml with `name: vision`",
+    ),
+    (
+        "catalog-duplicate",
+        "model",
+        "a device class or flavor is declared once in base/platform.yaml",
+        "two deviceClasses entries named gpu.nvidia.com",
+        "one entry",
+    ),
+    (
+        "platform-missing",
+        "model",
+        "base/platform.yaml exists (and the Kueue Configuration file it names)",
+        "a repository without base/platform.yaml",
+        "base/platform.yaml present",
+    ),
+    (
+        "platform-kueue-config",
+        "model",
+        "the file `kueueConfig` names exists in base/",
+        "`kueueConfig: kueue.yaml` that does not exist",
+        "`kueueConfig: kueue-config.yaml`",
+    ),
+    (
+        "cluster-missing",
+        "model",
+        "overlays/ has clusters, and --cluster names one of them",
+        "`--cluster staging` without overlays/staging",
+        "`--cluster prod`",
+    ),
+    (
+        "cluster-name-dir",
+        "model",
+        "a cluster's name equals its directory name",
+        "overlays/prod/cluster.yaml with `name: production`",
+        "`name: prod`",
+    ),
+    (
+        "cluster-install",
+        "model",
+        "the Kueue install settings fit the install method",
+        "`install: helm` with `helm.values.managerConfig` set",
+        "`install: helm` with the Configuration in kueue.config",
+    ),
+    (
+        "mapping-conflict",
+        "configuration",
+        "a device class is mapped in one place: by the catalog, not also in the Kueue Configuration",
+        "gpu.nvidia.com in base/kueue-config.yaml's deviceClassMappings",
+        "mappings left to the catalog",
+    ),
+    (
+        "kueue-config-version",
+        "configuration",
+        "the Kueue Configuration has the apiVersion and kind the cluster's Kueue version reads",
+        "`apiVersion: config.kueue.x-k8s.io/v1alpha1`",
+        "`apiVersion: config.kueue.x-k8s.io/v1beta2`",
+    ),
+    (
+        "kueue-config-unknown-field",
+        "configuration",
+        "every field of the Configuration is known to that Kueue version (Kueue's strict loader)",
+        "`waitForPodReady:`",
+        "`waitForPodsReady:`",
+    ),
+    (
+        "kueue-config-invalid",
+        "configuration",
+        "values Kueue's config validation refuses",
+        "`waitForPodsReady.timeout: -1m`",
+        "`timeout: 10m`",
+    ),
+    (
+        "kueue-config-device-class-mappings",
+        "configuration",
+        "deviceClassMappings Kueue accepts (names, sizes)",
+        "a mapping with an empty deviceClassNames",
+        "one class or more per mapping",
+    ),
+    (
+        "kueue-config-wait-for-pods-ready",
+        "configuration",
+        "waitForPodsReady settings Kueue accepts",
+        "`recoveryTimeout` longer than allowed",
+        "`timeout: 10m, recoveryTimeout: 3m`",
+    ),
+    (
+        "kueue-feature-gate-unknown",
+        "configuration",
+        "feature gates exist in the cluster's Kueue version (with a did-you-mean)",
+        "`KueueDRAIntegraton: true`",
+        "`KueueDRAIntegration: true`",
+    ),
+    (
+        "kueue-feature-gate-locked",
+        "configuration",
+        "locked (GA or deprecated) gates keep their locked value",
+        "a GA gate set to false",
+        "the gate left out",
+    ),
+    (
+        "kueue-feature-gate-dependency",
+        "configuration",
+        "gates that need another gate have it",
+        "a gate on without the gate it depends on",
+        "both on",
+    ),
+    (
+        "kueue-feature-gate-conflict",
+        "configuration",
+        "feature gates in one place: the Helm chart's controllerManager.featureGates or the Configuration, not both (reported at the overlay's chart values)",
+        "`helm.values.controllerManager.featureGates` and kueue.featureGates",
+        "kueue.featureGates only",
+    ),
+    (
+        "kustomize",
+        "build",
+        "kustomize builds the overlay and the tenant Component",
+        "overlays/lab/kustomization.yaml listing missing.yaml",
+        "every listed file present",
+    ),
+    (
+        "cluster-kustomization",
+        "build",
+        "the overlay's kustomization lists ../../base and _platform, and the tenant Component is a Component",
+        "an overlay without `_platform`",
+        "resources: [../../base, _platform]",
+    ),
+    (
+        "duplicate-object",
+        "build",
+        "an object is produced once per cluster",
+        "a base/ object with the same kind and name as a rendered one",
+        "distinct names",
+    ),
+    (
+        "object-name",
+        "objects",
+        "each object gets its own file under generated/<cluster>/",
+        "two objects mapping to the same path",
+        "distinct objects",
+    ),
+    (
+        "crd-schema",
+        "objects",
+        "rendered Kueue objects match the CRD schema of the cluster's Kueue version (--schemas)",
+        "a ClusterQueue with `queueingStrategy: FIFO`",
+        "`BestEffortFIFO`",
+    ),
+    (
+        "crd-unknown-field",
+        "objects",
+        "no field the CRD does not define (the API server would drop it)",
+        "`spec.nominalQuota` on a ClusterQueue",
+        "fields of the CRD",
+    ),
+    (
+        "crd-cel",
+        "objects",
+        "the CRD's CEL validation rules (x-kubernetes-validations) hold",
+        "a rule of the ClusterQueue CRD broken",
+        "the rule held",
+    ),
+    (
+        "crd-cel-unsupported",
+        "objects",
+        "note: a CEL rule that cannot be evaluated here",
+        "a rule using an unsupported function",
+        "-",
+    ),
+    (
+        "crd-kind-unknown",
+        "objects",
+        "the CRDs define the object's kind",
+        "a kind missing from --schemas",
+        "a Kueue kind",
+    ),
+    (
+        "crd-list-duplicate",
+        "objects",
+        "list-type set/map items are unique",
+        "a set list with a value twice",
+        "unique items",
+    ),
+    (
+        "crd-version-not-served",
+        "objects",
+        "the apiVersion is served by the CRD",
+        "kueue.x-k8s.io/v1alpha9",
+        "kueue.x-k8s.io/v1beta2",
+    ),
+    (
+        "crd-version-deprecated",
+        "objects",
+        "warning: the apiVersion is deprecated in the CRD",
+        "a deprecated version",
+        "the storage version",
+    ),
+    (
+        "crd-version-mismatch",
+        "objects",
+        "--schemas holds CRDs of the cluster's Kueue version",
+        "CRDs of v0.18 for a v0.19 cluster",
+        "matching CRDs",
+    ),
+    (
+        "k8s-schema",
+        "objects",
+        "Kubernetes objects match the Kubernetes OpenAPI schema of kubernetesVersion",
+        "a DeviceClass without spec",
+        "a complete DeviceClass",
+    ),
+    (
+        "k8s-unknown-field",
+        "objects",
+        "no field Kubernetes does not define",
+        "`spec.selector` on a DeviceClass",
+        "`spec.selectors`",
+    ),
+    (
+        "k8s-metadata",
+        "objects",
+        "names, labels and annotations Kubernetes accepts",
+        "a label value of 70 characters",
+        "63 or fewer",
+    ),
+    (
+        "k8s-schema-not-found",
+        "objects",
+        "a schema exists for the object's apiVersion and kind",
+        "an unknown kind in base/",
+        "a known kind",
+    ),
+    (
+        "k8s-version-unsupported",
+        "objects",
+        "note: no schemas for the cluster's kubernetesVersion",
+        'kubernetesVersion: "1.20"',
+        '"1.35"',
+    ),
+    (
+        "schemas-missing",
+        "objects",
+        "the schemas directory holds the CRDs of every Kueue version the clusters declare",
+        "kueue.version: v0.19.2 with a schemas directory lacking kueue/v0.19.2/crds",
+        "`python pipeline.py schemas fetch` run first",
+    ),
+    (
+        "schemas-lock",
+        "schemas",
+        "a downloaded Kueue release matches schemas.lock, and the lock covers every declared version",
+        "a release asset whose sha256 differs from schemas.lock",
+        "the asset the lock was written from",
+    ),
+    (
+        "schemas-fetch",
+        "schemas",
+        "the Kueue release manifests can be downloaded and are a Kueue release",
+        "a URL template answering 404",
+        "kueueManifestsURL of base/platform.yaml",
+    ),
+    (
+        "tenant-removal",
+        "plan",
+        "a tenant's queues are removed only after draining (state: draining) or with --allow-delete",
+        "tenants/speech.yaml deleted while its ClusterQueue is active",
+        "state: draining merged and published first",
+    ),
+    (
+        "plan-against",
+        "plan",
+        "--against names a directory or a git ref of the repository",
+        "`--against no-such-ref`",
+        "`--against HEAD^1`",
+    ),
+    (
+        "plan-read",
+        "plan",
+        "the synced side (generated/) can be parsed",
+        "a generated/ file that is not YAML",
+        "files written by render",
+    ),
+    (
+        "publish-dirty",
+        "publish",
+        "tenants/, base/ and overlays/ are committed before publishing",
+        "an edited tenants/a.yaml not committed",
+        "a clean work tree (or --dry-run)",
+    ),
+    (
+        "publish-stale",
+        "publish",
+        "the deploy branch never goes backwards",
+        "publishing an older source commit than the branch holds",
+        "a newer commit",
+    ),
+    (
+        "publish-push",
+        "publish",
+        "the push succeeds (retried on races)",
+        "a remote that rejects the push",
+        "a reachable remote",
+    ),
+)
+
+
+def _model_doc(rule_id: str, doc: str) -> RuleDoc:
+    text = " ".join(doc.split())
+    passes = re.search(r"Passes:\s*(.*?)(?=\s*Fails:|$)", text)
+    fails = re.search(r"Fails:\s*(.*?)(?=\s*Passes:|$)", text)
+    summary = re.split(r"\s*Passes:|\s*Fails:", text)[0]
+    return RuleDoc(
+        rule_id, "model", summary, fails.group(1) if fails else "", passes.group(1) if passes else ""
+    )
+
+
+def _boundary() -> list[RuleDoc]:
+    """The trust-boundary rules documented beside their code (reads, kustomizations, amounts, the swap)."""
+    from gputenancy.build import swap
+    from gputenancy.inputs import amounts, confine, kustomizations
+
+    docs = {**confine.DOCS, **kustomizations.DOCS, **amounts.DOCS, **swap.DOCS}
+    out = []
+    for rule_id, doc in docs.items():
+        stage = (
+            "read"
+            if rule_id.startswith("source-")
+            else "build"
+            if rule_id.startswith("kustomize-") or rule_id == "cluster-kustomization"
+            else "write"
+            if rule_id.startswith("generated-")
+            else "model"
+        )
+        out.append(dataclasses.replace(_model_doc(rule_id, doc), stage=stage))
+    return out
+
+
+def all_rules() -> list[RuleDoc]:
+    """Every rule id, in stage order: read, schema, model, configuration, build, objects, admission,
+    built, write, plan, publish."""
+    out = _boundary()  # first: their own documentation wins over the table's line
+    out += [RuleDoc(*row) for row in _TABLE]
+    out += [_model_doc(rule_id, fn.__doc__ or "") for rule_id, fn in rules.RULES.items()]
+    out += [dataclasses.replace(_model_doc(r.id, r.doc), stage="admission") for r in webhooks.RULES]
+    out += [
+        dataclasses.replace(_model_doc(i, fn.__doc__ or ""), stage="built")
+        for i, fn in postbuild.RULES.items()
+    ]
+    order = (
+        "read",
+        "schema",
+        "model",
+        "configuration",
+        "build",
+        "objects",
+        "admission",
+        "built",
+        "write",
+        "plan",
+        "publish",
+        "schemas",
+    )
+    seen: dict[str, RuleDoc] = {}
+    for doc in sorted(out, key=lambda d: order.index(d.stage) if d.stage in order else len(order)):
+        seen.setdefault(doc.id, doc)
+    return list(seen.values())
+
+
+def ids() -> list[str]:
+    return [d.id for d in all_rules()]
+
+
+def find(rule_id: str) -> RuleDoc | None:
+    return next((d for d in all_rules() if d.id == rule_id), None)
+
+
+def listing(docs: Iterable[RuleDoc]) -> str:
+    docs = list(docs)
+    width = min(max((len(d.id) for d in docs), default=0), 34)
+    lines: list[str] = []
+    stage = None
+    for d in docs:
+        if d.stage != stage:
+            stage = d.stage
+            lines += ["", f"{stage}:"] if lines else [f"{stage}:"]
+        first = re.split(r"(?<=[a-z)])\. ", d.summary, maxsplit=1)[0].rstrip(".")
+        lines.append(f"  {d.id:<{width}}  {first}")
+    lines += ["", "python pipeline.py rules ID explains one, with a failing and a passing example."]
+    return "\n".join(lines) + "\n"
+
+
+def explain(d: RuleDoc) -> str:
+    return f"{d.id} ({d.stage})\n\n{d.summary}\n\nFails:  {d.fails}\nPasses: {d.passes}\n"

@@ -1,0 +1,124 @@
+"""What `pipeline.py COMMAND --help` says: a description, the exit codes and an example per command;
+and where the repository root is when --root is not given."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+
+@dataclasses.dataclass(frozen=True)
+class Help:
+    summary: str  # one line, in `pipeline.py --help`
+    description: str
+    exits: tuple[tuple[int, str], ...]
+    examples: tuple[str, ...]
+
+    def epilog(self) -> str:
+        codes = "\n".join(f"  {code}  {meaning}" for code, meaning in self.exits)
+        examples = "\n".join(f"  {e}" for e in self.examples)
+        return f"exit codes:\n{codes}\n\nexample:\n{examples}\n"
+
+
+_FINDINGS = (1, "errors: findings printed as file:line:col: error: message (rule)")
+
+COMMANDS: dict[str, Help] = {
+    "validate": Help(
+        "check the inputs and the rendered objects; write nothing",
+        "Read tenants/, base/ and overlays/, run every rule, render, build with kustomize and validate the "
+        "objects (against the Kueue CRDs with --schemas). Findings go to stdout, notes to stderr; colour "
+        "on a terminal (NO_COLOR turns it off).",
+        ((0, "no errors (warnings may be printed)"), _FINDINGS),
+        ("python pipeline.py validate", "python pipeline.py validate --cluster prod --format json"),
+    ),
+    "render": Help(
+        "write generated/<cluster>/, .github/CODEOWNERS and the ApplicationSet",
+        "Validate, then replace generated/<cluster>/ atomically (stale files and clusters removed) and "
+        "rewrite .github/CODEOWNERS and argocd/applicationset.yaml. On any error nothing is written.",
+        ((0, "rendered"), _FINDINGS),
+        ("python pipeline.py render", "python pipeline.py render --cluster lab"),
+    ),
+    "check": Help(
+        "fail when generated/ (or CODEOWNERS, the ApplicationSet) differs from what render writes",
+        "Render in memory and compare with the committed files; lists every file that differs.",
+        ((0, "up to date"), (1, "out of date (run render), or errors")),
+        ("python pipeline.py check",),
+    ),
+    "plan": Help(
+        "what the change does on each cluster, compared with what Argo CD syncs",
+        "Render in memory and compare, object by object, with generated/ of the work tree, a directory "
+        "(--against DIR) or generated/ at a git ref (--against REF). Shows every changed field, what each "
+        "added or changed tenant is granted (nominal, borrowing and lending limits, the most it can "
+        "reach), capacity, and risks. The plan goes to stdout (or --output), findings and notes to stderr.",
+        ((0, "no changes"), (2, "changes"), (1, "errors, or a tenant removal refused")),
+        (
+            "python pipeline.py plan",
+            "python pipeline.py plan --against HEAD^1 --format markdown --output plan.md",
+        ),
+    ),
+    "publish": Help(
+        "render, plan, and commit the changes to the directory Argo CD syncs",
+        "Writes <path>/<cluster>/ and commits it, in this repository or in a deploy repository (--repo), "
+        "pushing with retries; refuses uncommitted inputs, stale sources and undrained removals.",
+        ((0, "published, or nothing to do"), (1, "errors or refused")),
+        (
+            "python pipeline.py publish --dry-run",
+            "python pipeline.py publish --repo git@github.com:acme/gpu-deploy.git --branch deploy",
+        ),
+    ),
+    "budgets": Help(
+        "who holds what: every tenant's budget per cluster and flavor, with capacity and headroom",
+        "From the inputs (no render): per cluster, flavor and quota resource the capacity, the sum of "
+        "nominal budgets and the headroom left, and per tenant its nominal quota, borrowing limit "
+        "('unlimited' in a cohort without one: Kueue then lets it borrow all unused quota of the cohort), "
+        "lending limit and the most it can reach.",
+        (
+            (0, "printed"),
+            (1, "the inputs have errors (findings on stderr; budgets still printed when readable)"),
+        ),
+        ("python pipeline.py budgets", "python pipeline.py budgets --cluster prod --format markdown"),
+    ),
+    "rules": Help(
+        "list every rule id a finding can carry, or explain one",
+        "Without ID: every rule id by stage (read, schema, model, configuration, build, objects, "
+        "admission, built, write, plan, publish, schemas). With ID: what it checks, a failing and a passing example.",
+        ((0, "printed"), (1, "unknown rule id")),
+        ("python pipeline.py rules", "python pipeline.py rules capacity"),
+    ),
+    "schemas": Help(
+        "Kueue release manifests (CRDs, install) for validation and plans",
+        "`schemas fetch` downloads the release manifests of every Kueue version the clusters declare (and "
+        "every version in schemas.lock) into the schemas directory, verified against schemas.lock; "
+        "--update downloads them again and rewrites the lock.",
+        ((0, "fetched and verified"), (1, "a download failed or does not match schemas.lock")),
+        ("python pipeline.py schemas fetch", "python pipeline.py schemas fetch --update"),
+    ),
+    "pr-comment": Help(
+        "create or update the sticky plan comment on a pull request",
+        "Finds its comment by a hidden marker and updates it, or creates one. Token from GITHUB_TOKEN, "
+        "repository from GITHUB_REPOSITORY, pull request from GITHUB_EVENT_PATH.",
+        ((0, "posted"), (1, "missing settings or an API error")),
+        ("python pipeline.py pr-comment --body-file plan.md",),
+    ),
+    "job-summary": Help(
+        "append a Markdown file to the GitHub Actions job summary",
+        "Appends to $GITHUB_STEP_SUMMARY, cut to what is left of its 1 MiB.",
+        ((0, "appended"), (1, "GITHUB_STEP_SUMMARY not set or not writable")),
+        ("python pipeline.py job-summary --body-file plan.md",),
+    ),
+}
+
+MAIN_EPILOG = (
+    "Global options (--root, --no-cache) go before or after the command. Without --root, the "
+    "repository root is the nearest directory above the current one holding base/platform.yaml.\n\n"
+    "`python pipeline.py COMMAND --help` describes a command, its exit codes and an example."
+)
+
+
+def find_root(start: Path) -> Path:
+    """The nearest directory at or above `start` holding base/platform.yaml; `start` when none does."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if (directory / "base" / "platform.yaml").is_file():
+            return directory
+    return start

@@ -1,0 +1,252 @@
+"""Who holds what: each tenant's effective budget per cluster, flavor and quota resource, with the
+cluster's capacity and headroom. Read from the model (the inputs), not from rendered objects.
+
+What a ClusterQueue can use of one resource on one flavor, in Kueue's terms:
+- `nominal`: its own quota (nominalQuota);
+- `borrowing`: how much more it may borrow from its cohort (borrowingLimit). In a cohort without a
+  borrowingLimit, borrowing is *unlimited*: the queue may take everything the rest of the cohort tree
+  does not use. Without a cohort it borrows nothing;
+- `lending`: how much of its nominal quota others in the cohort may borrow (lendingLimit; unset: all);
+- `reach`: the most it can hold at once: nominal + what it may borrow, where what it may borrow is
+  bounded by what the rest of its cohort tree on that cluster can lend (their lendingLimit, or their
+  nominal quota when unset).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from gputenancy.deliver import mdsafe
+from gputenancy.inputs.quantity import Quantity, parse
+from gputenancy.inputs.spec import Amount, Model, Tenant
+from gputenancy.policy import capacity as policy_capacity
+from gputenancy.policy.catalog import Catalog, effective_catalog
+
+FORMATS = ("text", "markdown", "json")
+ZERO = parse(0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Grant:
+    """One tenant's budget for one quota resource on one flavor of one cluster."""
+
+    cluster: str
+    tenant: str
+    flavor: str
+    resource: str
+    nominal: Quantity
+    borrowing: Quantity | None  # borrowingLimit; None: none without a cohort, unlimited in one
+    lending: Quantity | None  # lendingLimit; None: all of nominal may be lent
+    cohort: str | None
+    reach: Quantity  # nominal + what it can borrow from the rest of its cohort tree
+
+    @property
+    def unlimited(self) -> bool:
+        """In a cohort without a borrowingLimit: Kueue lets the queue borrow without limit."""
+        return self.cohort is not None and self.borrowing is None
+
+    def borrowing_text(self) -> str:
+        if self.cohort is None:
+            return "none (no cohort)"
+        if self.borrowing is None:
+            return f"unlimited (cohort {self.cohort})"
+        return self.borrowing.canonical()
+
+    def lending_text(self) -> str:
+        if self.cohort is None:
+            return "-"
+        return self.lending.canonical() if self.lending is not None else f"all ({self.nominal.canonical()})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Pool:
+    """One quota resource on one flavor of one cluster: capacity, the sum of nominal budgets, headroom."""
+
+    cluster: str
+    flavor: str
+    resource: str
+    capacity: Quantity | None
+    nominal: Quantity
+    grants: tuple[Grant, ...]
+
+    @property
+    def headroom(self) -> Quantity | None:
+        return self.capacity - self.nominal if self.capacity is not None else None
+
+
+def _root(model: Model, cohort: str) -> str:
+    seen = {cohort}
+    while (c := model.platform.cohorts.get(cohort)) is not None and c.parent and c.parent not in seen:
+        cohort = c.parent
+        seen.add(cohort)
+    return cohort
+
+
+def _amounts(model: Model, tenant: Tenant, cluster: str, catalog: Catalog) -> dict[tuple[str, str], Amount]:
+    out: dict[tuple[str, str], Amount] = {}
+    for fb in tenant.budget_for(cluster) or ():
+        for name, amount in fb.devices:
+            entry = catalog.classes.get(name)
+            if entry is not None:
+                out.setdefault((fb.flavor, entry.resource), amount)
+        for name, amount in fb.resources:
+            out.setdefault((fb.flavor, name), amount)
+    return out
+
+
+def pools(model: Model, clusters: Iterable[str] | None = None) -> list[Pool]:
+    """Every (cluster, flavor, resource) with capacity or budgets, its grants sorted by tenant."""
+    catalog = effective_catalog(model)
+    out: list[Pool] = []
+    for name in sorted(model.clusters if clusters is None else clusters):
+        cluster = model.clusters[name]
+        capacity = {k: q for k, (q, _) in policy_capacity.capacity_by_flavor(cluster, catalog).items()}
+        amounts = {t.name: _amounts(model, t, name, catalog) for t in model.tenants_on(name)}
+        tenants = {t.name: t for t in model.tenants_on(name)}
+        # what each cohort tree can lend, per (flavor, resource), and what each tenant adds to it
+        lendable: dict[tuple[str, str, str], Quantity] = defaultdict(lambda: ZERO)
+        for tname, per_key in amounts.items():
+            cohort = tenants[tname].cohort
+            if cohort is None:
+                continue
+            for key, a in per_key.items():
+                lendable[(_root(model, cohort), *key)] += a.lending if a.lending is not None else a.nominal
+        grants: dict[tuple[str, str], list[Grant]] = defaultdict(list)
+        for tname, per_key in sorted(amounts.items()):
+            cohort = tenants[tname].cohort
+            for key, a in per_key.items():
+                reach = a.nominal
+                if cohort is not None:
+                    own = a.lending if a.lending is not None else a.nominal
+                    others = lendable[(_root(model, cohort), *key)] - own
+                    borrowable = others if a.borrowing is None else min(a.borrowing, others)
+                    reach = a.nominal + max(borrowable, ZERO)
+                grants[key].append(Grant(name, tname, *key, a.nominal, a.borrowing, a.lending, cohort, reach))
+        for key in sorted(set(capacity) | set(grants)):
+            held = tuple(grants.get(key, ()))
+            total = sum((g.nominal for g in held), ZERO)
+            out.append(Pool(name, key[0], key[1], capacity.get(key), total, held))
+    return out
+
+
+def grants_for(model: Model, tenants_by_cluster: Mapping[str, Sequence[str]]) -> tuple[Grant, ...]:
+    """The grants of the given tenants ({cluster: tenants}) that the model still places there."""
+    wanted = {c: set(ts) for c, ts in tenants_by_cluster.items() if ts and c in model.clusters}
+    if not wanted:
+        return ()
+    found = [
+        g for p in pools(model, sorted(wanted)) for g in p.grants if g.tenant in wanted.get(g.cluster, ())
+    ]
+    return tuple(sorted(found, key=lambda g: (g.cluster, g.tenant, g.flavor, g.resource)))
+
+
+# ------------------------------------------------------------------------------------------ views
+
+
+def _q(q: Quantity | None) -> str:
+    return q.canonical() if q is not None else "-"
+
+
+def terms(g: Grant) -> str:
+    """`nominal 4, borrowing 2, lending all (4); reaches 6`"""
+    return (
+        f"nominal {g.nominal.canonical()}, borrowing {g.borrowing_text()}, lending {g.lending_text()}; "
+        f"reaches {g.reach.canonical()}"
+    )
+
+
+def grant_line(g: Grant) -> str:
+    """`speech h100 nvidia.com/gpu: nominal 4, borrowing 2, lending all (4); reaches 6`"""
+    return f"{g.tenant} {g.flavor} {g.resource}: {terms(g)}"
+
+
+def format_text(found: Sequence[Pool]) -> str:
+    lines: list[str] = []
+    cluster = None
+    for p in found:
+        if p.cluster != cluster:
+            cluster = p.cluster
+            lines.append(f"{cluster}:")
+        lines.append(
+            f"  {p.flavor} {p.resource}: nominal {p.nominal.canonical()} of capacity {_q(p.capacity)}, "
+            f"headroom {_q(p.headroom)}"
+        )
+        lines += [f"    {g.tenant}: {terms(g)}" for g in p.grants]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+_md = mdsafe.text  # strings from input files land inert in markdown (the PR comment)
+
+
+GRANT_HEADER = (
+    "| tenant | flavor | resource | nominal | borrowing limit | lending limit | most it can reach |",
+    "| --- | --- | --- | ---: | --- | --- | ---: |",
+)
+
+
+def grant_row(g: Grant) -> str:
+    return (
+        f"| {_md(g.tenant)} | {_md(g.flavor)} | {_md(g.resource)} | {g.nominal.canonical()} | "
+        f"{_md(g.borrowing_text())} | {_md(g.lending_text())} | {g.reach.canonical()} |"
+    )
+
+
+def format_markdown(found: Sequence[Pool]) -> str:
+    parts: list[str] = ["## GPU budgets", ""]
+    for cluster in dict.fromkeys(p.cluster for p in found):
+        here = [p for p in found if p.cluster == cluster]
+        parts += [f"### {cluster}", "", "| flavor | resource | nominal | capacity | headroom |"]
+        parts += ["| --- | --- | ---: | ---: | ---: |"]
+        parts += [
+            f"| {_md(p.flavor)} | {_md(p.resource)} | {p.nominal.canonical()} | {_q(p.capacity)} | {_q(p.headroom)} |"
+            for p in here
+        ]
+        parts += ["", *GRANT_HEADER, *(grant_row(g) for p in here for g in p.grants), ""]
+    return "\n".join(parts)
+
+
+def grant_json(g: Grant) -> dict[str, Any]:
+    return {
+        "cluster": g.cluster,
+        "tenant": g.tenant,
+        "flavor": g.flavor,
+        "resource": g.resource,
+        "nominal": g.nominal.canonical(),
+        "borrowingLimit": _json_q(g.borrowing),
+        "lendingLimit": _json_q(g.lending),
+        "cohort": g.cohort,
+        "unlimitedBorrowing": g.unlimited,
+        "reach": g.reach.canonical(),
+    }
+
+
+def _json_q(q: Quantity | None) -> str | None:
+    return q.canonical() if q is not None else None
+
+
+def to_json(found: Sequence[Pool]) -> dict[str, Any]:
+    return {
+        "schema": "gputenancy.budgets/v1",
+        "pools": [
+            {
+                "cluster": p.cluster,
+                "flavor": p.flavor,
+                "resource": p.resource,
+                "capacity": _json_q(p.capacity),
+                "nominal": p.nominal.canonical(),
+                "headroom": _json_q(p.headroom),
+                "grants": [grant_json(g) for g in p.grants],
+            }
+            for p in found
+        ],
+    }
+
+
+def render(found: Sequence[Pool], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(to_json(found), indent=2) + "\n"
+    return format_markdown(found) if fmt == "markdown" else format_text(found)

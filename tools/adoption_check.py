@@ -1,0 +1,172 @@
+"""What a platform team adopting the repository does first, then the test suite.
+
+Copies this checkout (its tracked and untracked, not ignored files) to a temporary directory, edits
+the live content as a team would, whatever it holds (adds a `staging` cluster overlay copied from the
+first one, a tenant placed there, lowers one budget, removes a tenant), renders, checks, and runs the
+README's test command (or the pytest arguments given) in the copy. The suite builds its own repositories
+(tests/fixtures/repo), so it passes whatever tenants/, base/ and overlays/ hold.
+
+    python tools/adoption_check.py                 # the whole suite
+    python tools/adoption_check.py tests/test_plan.py -x
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from copy import deepcopy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def files(repo: Path) -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],  # noqa: S607
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return sorted(p for p in out.split("\0") if p and ((repo / p).is_file() or (repo / p).is_symlink()))
+
+
+def copy(repo: Path, dest: Path) -> None:
+    for rel in files(repo):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(repo / rel, target, follow_symlinks=False)  # tests/negative has symlinks
+    subprocess.run(["git", "init", "-q", str(dest)], check=True)  # noqa: S603, S607
+
+
+def _load(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _dump(path: Path, data: Any) -> None:
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def _budget_on(tenant: dict[str, Any], cluster: str) -> list[Any] | None:
+    budgets = tenant.get("budgets") or {}
+    found = (budgets.get("clusters") or {}).get(cluster, budgets.get("default"))
+    return deepcopy(found) if found is not None else None
+
+
+def _placed_on(tenant: dict[str, Any], cluster: str) -> bool:
+    if "clusters" in tenant:
+        return cluster in tenant["clusters"]
+    return _budget_on(tenant, cluster) is not None
+
+
+def _lower_one(path: Path, tenant: dict[str, Any]) -> bool:
+    """Lower the first whole device count above zero in the tenant's budgets by one (and a lendingLimit
+    with it, so it stays within nominal); False when there is none."""
+    budgets = tenant.get("budgets") or {}
+    for entries in [budgets.get("default") or [], *(budgets.get("clusters") or {}).values()]:
+        for entry in entries:
+            devices = entry.get("devices") or {}
+            for name, amount in devices.items():
+                if isinstance(amount, int) and amount > 0:
+                    devices[name] = amount - 1
+                elif (
+                    isinstance(amount, dict)
+                    and isinstance(amount.get("nominal"), int)
+                    and amount["nominal"] > 0
+                ):
+                    amount["nominal"] -= 1
+                    if isinstance(amount.get("lendingLimit"), int):
+                        amount["lendingLimit"] = min(amount["lendingLimit"], amount["nominal"])
+                else:
+                    continue
+                _dump(path, tenant)
+                return True
+    return False
+
+
+def adopt(root: Path) -> None:
+    """The edits, made on whatever the repository holds: a `staging` cluster (a copy of the first
+    overlay), a new tenant placed there, a lowered budget, and a removed tenant."""
+    overlays = sorted(d.name for d in (root / "overlays").iterdir() if (d / "cluster.yaml").is_file())
+    everyone = [_load(p) for p in sorted((root / "tenants").glob("*.yaml"))]
+
+    def plain(cluster: str) -> bool:  # budgets of devices and resources only (no other kinds of amounts)
+        budgets = [_budget_on(t, cluster) or [] for t in everyone if _placed_on(t, cluster)]
+        return bool(budgets) and all(
+            set(fb) <= {"flavor", "devices", "resources"} for b in budgets for fb in b
+        )
+
+    source = next((c for c in overlays if plain(c)), overlays[0])
+    shutil.copytree(root / "overlays" / source, root / "overlays/staging")
+    cluster = _load(root / "overlays/staging/cluster.yaml")
+    cluster.update(name="staging", argocd={"name": "staging"})
+    _dump(root / "overlays/staging/cluster.yaml", cluster)
+    tenants = {p: _load(p) for p in sorted((root / "tenants").glob("*.yaml"))}
+    for path, t in tenants.items():  # a tenant placed everywhere gets staging's budget from source's
+        if "clusters" not in t and _budget_on(t, source) is not None:
+            t["budgets"].setdefault("clusters", {})["staging"] = _budget_on(t, source)
+            _dump(path, t)
+    placed = [p for p, t in tenants.items() if _placed_on(t, source)]
+    assert placed, f"no tenant is placed on {source}"
+    model = tenants[placed[0]]
+    budget = _budget_on(model, source) or []
+    for fb in budget:  # the new team starts with zero quota on the same flavors
+        for kind in ("devices", "resources"):
+            fb[kind] = {name: 0 for name in fb.get(kind) or {}}
+    new = {
+        "apiVersion": model["apiVersion"],
+        "kind": "Tenant",
+        "name": "adopted-team",
+        "owners": ["@acme/adopted-team"],
+        "clusters": [source, "staging"],
+        "namespaces": ["adopted-team"],
+        "budgets": {"default": budget},
+    }
+    _dump(root / "tenants/adopted-team.yaml", new)
+    changed = next((path for path in tenants if _lower_one(path, tenants[path])), None)
+    assert changed is not None, "no whole device count above zero to lower in any tenant"
+    others = [p for p in tenants if p not in (placed[0], changed)]
+    if len(others) >= 2:  # a team leaves: its budgets are removed with its file
+        others[-1].unlink()
+
+
+def run(root: Path, *argv: str) -> int:
+    env = {**os.environ, "PYTHONPATH": str(root), "GPUTENANCY_CACHE": "off"}
+    shared = REPO.parent / "shared"
+    if "GPUTENANCY_SHARED" not in env and shared.is_dir():
+        env["GPUTENANCY_SHARED"] = str(shared.resolve())
+    print(f"$ {' '.join(argv)}", flush=True)
+    return subprocess.run([sys.executable, *argv], cwd=root, env=env, check=False).returncode  # noqa: S603
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--keep", action="store_true", help="keep the copy and print where it is")
+    args, pytest_args = p.parse_known_args(argv)  # the rest goes to pytest (default: the whole suite)
+    work = Path(tempfile.mkdtemp(prefix="gputenancy-adopt-"))
+    root = work / "gpu-tenancy"
+    try:
+        copy(REPO, root)
+        adopt(root)
+        for step in (("pipeline.py", "render"), ("pipeline.py", "check"), ("pipeline.py", "validate")):
+            if run(root, *step) != 0:
+                print(f"adoption check: `{' '.join(step)}` failed", file=sys.stderr)
+                return 1
+        code = run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args)
+        print(f"adoption check: the test suite {'passed' if code == 0 else f'failed (exit {code})'}")
+        return code
+    finally:
+        if args.keep:
+            print(f"kept: {root}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
