@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import hamitree
 import pytest
 import trees
 
@@ -147,3 +148,22 @@ def test_plan_shows_what_an_added_and_a_changed_tenant_are_granted(
     }
     (lab,) = [c for c in doc["clusters"] if c["name"] == "lab"]
     assert lab["grants"] == []
+
+
+def test_budgets_count_hami_vgpus_memory_and_compute(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """HAMi budgets are held like any other: vGPUs, GPU memory (MiB, shown in GiB) and compute (percent)."""
+    root = hamitree.build(tmp_path)
+    code, doc = budgets_json(root, capsys)
+    assert code == 0
+    vgpus = pool(doc, "site", "t4-hami", "nvidia.com/gpu")
+    assert grant(vgpus, "notebooks")["nominal"] == "4" and vgpus["capacity"] == "8"
+    memory = pool(doc, "site", "t4-hami", "nvidia.com/total-gpumem")
+    assert grant(memory, "notebooks")["nominal"] == "16k" and memory["unit"] == "MiB"
+    assert memory["capacity"] == "30720"
+    cores = pool(doc, "site", "t4-hami", "nvidia.com/total-gpucores")
+    assert grant(cores, "notebooks")["nominal"] == "150" and cores["unit"] == "percent"
+    assert main(["--root", str(root), "budgets"]) == 0
+    text = capsys.readouterr().out
+    assert "nvidia.com/total-gpumem: nominal" in text and "of capacity 30720 (30Gi)" in text, text

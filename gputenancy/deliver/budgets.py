@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gputenancy.deliver import mdsafe
+from gputenancy.inputs.hami import human
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import Amount, Model, Tenant
 from gputenancy.policy import capacity as policy_capacity
@@ -72,6 +73,7 @@ class Pool:
     capacity: Quantity | None
     nominal: Quantity
     grants: tuple[Grant, ...]
+    unit: str = ""  # "MiB" or "percent" for HAMi memory and compute quotas
 
     @property
     def headroom(self) -> Quantity | None:
@@ -89,12 +91,18 @@ def _root(model: Model, cohort: str) -> str:
 def _amounts(model: Model, tenant: Tenant, cluster: str, catalog: Catalog) -> dict[tuple[str, str], Amount]:
     out: dict[tuple[str, str], Amount] = {}
     for fb in tenant.budget_for(cluster) or ():
-        for name, amount in fb.devices:
-            entry = catalog.classes.get(name)
-            if entry is not None:
-                out.setdefault((fb.flavor, entry.resource), amount)
-        for name, amount in fb.resources:
-            out.setdefault((fb.flavor, name), amount)
+        for resource, amount in catalog.amounts(fb, cluster):  # mapped device classes, HAMi, resources
+            out.setdefault((fb.flavor, resource), amount)
+    return out
+
+
+def _units(cluster: str, catalog: Catalog) -> dict[tuple[str, str], str]:
+    """(flavor, quota resource) -> the unit people read a HAMi quota in (MiB shown in GiB, percent)."""
+    out: dict[tuple[str, str], str] = {}
+    for (name, flavor), device in catalog.hami.items():
+        if name == cluster:
+            out[(flavor, device.memory_quota)] = "MiB"
+            out[(flavor, device.cores_quota)] = "percent"
     return out
 
 
@@ -107,6 +115,7 @@ def pools(model: Model, clusters: Iterable[str] | None = None) -> list[Pool]:
         capacity = {k: q for k, (q, _) in policy_capacity.capacity_by_flavor(cluster, catalog).items()}
         amounts = {t.name: _amounts(model, t, name, catalog) for t in model.tenants_on(name)}
         tenants = {t.name: t for t in model.tenants_on(name)}
+        units = _units(name, catalog)
         # what each cohort tree can lend, per (flavor, resource), and what each tenant adds to it
         lendable: dict[tuple[str, str, str], Quantity] = defaultdict(lambda: ZERO)
         for tname, per_key in amounts.items():
@@ -129,7 +138,7 @@ def pools(model: Model, clusters: Iterable[str] | None = None) -> list[Pool]:
         for key in sorted(set(capacity) | set(grants)):
             held = tuple(grants.get(key, ()))
             total = sum((g.nominal for g in held), ZERO)
-            out.append(Pool(name, key[0], key[1], capacity.get(key), total, held))
+            out.append(Pool(name, key[0], key[1], capacity.get(key), total, held, units.get(key, "")))
     return out
 
 
@@ -149,6 +158,11 @@ def grants_for(model: Model, tenants_by_cluster: Mapping[str, Sequence[str]]) ->
 
 def _q(q: Quantity | None) -> str:
     return q.canonical() if q is not None else "-"
+
+
+def _h(q: Quantity | None, unit: str) -> str:
+    """A quantity as stored, and for HAMi quotas also in GiB or percent: `16k (15.625Gi)`."""
+    return f"{q.canonical()} ({human(q, unit)})" if q is not None and unit else _q(q)
 
 
 def terms(g: Grant) -> str:
@@ -172,8 +186,8 @@ def format_text(found: Sequence[Pool]) -> str:
             cluster = p.cluster
             lines.append(f"{cluster}:")
         lines.append(
-            f"  {p.flavor} {p.resource}: nominal {p.nominal.canonical()} of capacity {_q(p.capacity)}, "
-            f"headroom {_q(p.headroom)}"
+            f"  {p.flavor} {p.resource}: nominal {_h(p.nominal, p.unit)} of capacity {_h(p.capacity, p.unit)}, "
+            f"headroom {_h(p.headroom, p.unit)}"
         )
         lines += [f"    {g.tenant}: {terms(g)}" for g in p.grants]
     return "\n".join(lines) + ("\n" if lines else "")
@@ -239,6 +253,7 @@ def to_json(found: Sequence[Pool]) -> dict[str, Any]:
                 "capacity": _json_q(p.capacity),
                 "nominal": p.nominal.canonical(),
                 "headroom": _json_q(p.headroom),
+                **({"unit": p.unit} if p.unit else {}),
                 "grants": [grant_json(g) for g in p.grants],
             }
             for p in found
