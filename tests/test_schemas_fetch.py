@@ -65,7 +65,9 @@ def test_first_fetch_writes_the_lock_then_verifies_against_it(
         assert crds == sorted(p.name for p in (shared / "kueue" / tag / "crds").iterdir())
         for name in crds:  # each one CRD document, with the sha256 the lock records
             body = (schemas / "kueue" / tag / "crds" / name).read_bytes()
-            (doc,) = [d for d in yaml.safe_load_all(body) if d]
+            (doc,) = [
+                d for d in yaml.load_all(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d
+            ]
             assert doc["kind"] == "CustomResourceDefinition"
             assert f"{doc['spec']['group']}_{doc['spec']['names']['plural']}.yaml" == name
             assert lock[tag][f"crds/{name}"] == releases.sha256(body)
