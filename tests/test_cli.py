@@ -185,3 +185,21 @@ def test_a_failing_writer_thread_leaves_generated_as_it_was(
     assert len(calls) > 1
     assert output.read_tree(parent / "a") == before["a"]
     assert [p.name for p in parent.iterdir()] == ["a"]
+
+
+def test_missing_dependencies_give_one_line_and_exit_1(tmp_path: Path) -> None:
+    """An interpreter without the installed packages (-S: no site-packages) gets the set-up command, not a traceback."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-S", str(trees.REPO / "pipeline.py"), "check"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "is not installed" in proc.stderr and "pip install -e ." in proc.stderr, proc.stderr
