@@ -4,7 +4,7 @@ applied, quantities parsed and every problem of the file collected as findings."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from gputenancy.findings import Finding, Origin, PipelineError
 from gputenancy.inputs import amounts, hami, kueueinstall, quantity
@@ -29,6 +29,16 @@ from gputenancy.inputs.schemacheck import dotted
 from gputenancy.versions import kueue as kueue_versions
 
 
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def origin(self) -> Origin: ...
+
+
+_N = TypeVar("_N", bound=_Named)
+
+
 class _Collector:
     """Accumulates findings while records are built, so one run reports everything."""
 
@@ -37,6 +47,16 @@ class _Collector:
 
     def add(self, origin: Origin, rule: str, message: str) -> None:
         self.findings.append(origin.finding(rule, message))
+
+    def keep_first(self, seen: dict[str, _N], record: _N, what: str) -> None:
+        """Keep the first record of each name in `seen`; a later one is a `catalog-duplicate`."""
+        if record.name in seen:
+            self.add(
+                record.origin,
+                "catalog-duplicate",
+                f"{what} {record.name!r} is already listed at line {seen[record.name].origin.line}",
+            )
+        seen.setdefault(record.name, record)
 
     def device_count(
         self, doc: Document, path: tuple[str | int, ...], raw: Any, q: quantity.Quantity
@@ -194,14 +214,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
     classes: dict[str, DeviceClassEntry] = {}
     for i, raw in enumerate(d["deviceClasses"]):
         entry = _class_entry(doc, i, raw)
-        if entry.name in classes:
-            first = classes[entry.name].origin
-            c.add(
-                entry.origin,
-                "catalog-duplicate",
-                f"device class {entry.name!r} is already listed at line {first.line}",
-            )
-        classes.setdefault(entry.name, entry)
+        c.keep_first(classes, entry, "device class")
     flavors: dict[str, Flavor] = {}
     for i, raw in enumerate(d["flavors"]):
         fl = Flavor(
@@ -211,26 +224,14 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
             tuple(raw.get("tolerations", ())),
             doc.origin("flavors", i),
         )
-        if fl.name in flavors:
-            c.add(
-                fl.origin,
-                "catalog-duplicate",
-                f"flavor {fl.name!r} is already listed at line {flavors[fl.name].origin.line}",
-            )
-        flavors.setdefault(fl.name, fl)
+        c.keep_first(flavors, fl, "flavor")
     cohorts: dict[str, Cohort] = {}
     for i, raw in enumerate(d.get("cohorts", [])):
         w = None
         if "fairSharingWeight" in raw:
             w = c.quantity(doc, ("cohorts", i, "fairSharingWeight"), raw["fairSharingWeight"], "quantity")
         co = Cohort(raw["name"], raw.get("parent"), w, doc.origin("cohorts", i))
-        if co.name in cohorts:
-            c.add(
-                co.origin,
-                "catalog-duplicate",
-                f"cohort {co.name!r} is already listed at line {cohorts[co.name].origin.line}",
-            )
-        cohorts.setdefault(co.name, co)
+        c.keep_first(cohorts, co, "cohort")
     for co in cohorts.values():
         if co.parent is not None and co.parent not in cohorts:
             c.add(
@@ -254,13 +255,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
     devices: dict[str, hami.HamiDevice] = {}
     for i, raw in enumerate(d.get("hami", [])):
         dev = hami.build_device(doc, i, raw)
-        if dev.name in devices:
-            c.add(
-                dev.origin,
-                "catalog-duplicate",
-                f"HAMi device {dev.name!r} is already listed at line {devices[dev.name].origin.line}",
-            )
-        devices.setdefault(dev.name, dev)
+        c.keep_first(devices, dev, "HAMi device")
     pod_requests = tuple(
         (
             name,

@@ -21,7 +21,7 @@ from gputenancy.inputs.hami import (
 )
 from gputenancy.inputs.quantity import Quantity
 from gputenancy.inputs.spec import Amount, Cluster, FlavorBudget, Model, Tenant
-from gputenancy.policy.catalog import Catalog, classes_used
+from gputenancy.policy.catalog import Catalog, classes_used, placed_budgets
 from gputenancy.versions import gates as kueuegates
 from gputenancy.versions import hami as facts
 
@@ -38,11 +38,9 @@ def devices_on(catalog: Catalog, cluster: str) -> dict[str, HamiDevice]:
 
 
 def _placed_budgets(model: Model) -> Iterator[tuple[Tenant, Cluster, FlavorBudget]]:
-    for t in model.tenants:
-        for cluster in model.clusters.values():
-            if t.placed_on(cluster.name):
-                for fb in t.budget_for(cluster.name) or ():
-                    yield t, cluster, fb
+    """`catalog.placed_budgets` with each cluster's record instead of its name."""
+    for t, name, fb in placed_budgets(model):
+        yield t, model.clusters[name], fb
 
 
 def _is_hami_dra(catalog: Catalog, name: str) -> bool:
