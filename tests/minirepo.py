@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
+import trees
 
 PLATFORM = {
     "apiVersion": "gputenancy.io/v1",
@@ -39,8 +39,7 @@ def cluster(name: str, kueue: str = "v0.19.2", k8s: str = "1.35", **kueue_fields
 
 
 def dump(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    trees.write(path.parent, path.name, data)
 
 
 def make(root: Path, clusters: list[dict[str, Any]], *, url: str | None = None) -> Path:
