@@ -54,14 +54,14 @@ def test_every_documented_invocation_uses_a_real_command_and_real_options(line: 
 
 def test_the_documented_commands_are_all_the_commands() -> None:
     shown = {m for line in invocations() for m in line.split()[2:3]}
-    for command in subcommands():
-        assert command in README, command
+    for command in subcommands():  # shown as an invocation, not merely a word somewhere in the README
+        assert re.search(rf"pipeline\.py(?: \[[^\]]*\])* {re.escape(command)}\b", README), command
     assert {"validate", "render", "check", "budgets", "rules", "plan", "publish"} <= shown | set(
         re.findall(r"python pipeline\.py \[[^\]]*\](?: \[[^\]]*\])* (\w[\w-]*)", README)
     )
 
 
-def test_every_risk_in_the_table_is_raised_by_the_plan() -> None:
+def test_every_risk_in_the_table_is_an_id_the_deliver_code_emits() -> None:
     table = README.split("### Risk flags", 1)[1].split("\n### ", 1)[0]
     risks = re.findall(r"^\| `([a-z-]+)` \|", table, re.M)
     assert len(risks) >= 9
