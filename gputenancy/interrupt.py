@@ -57,3 +57,23 @@ def handled() -> Iterator[Callable[[Interrupted], int]]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block is done (a swap of directories that must not be left
+    half-done); where signals cannot be masked, the block runs unmasked."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    except (AttributeError, ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def pending() -> bool:
+    """A masked SIGINT or SIGTERM is waiting (inside `deferred`)."""
+    return hasattr(signal, "sigpending") and bool(signal.sigpending() & set(SIGNALS))

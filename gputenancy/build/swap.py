@@ -17,21 +17,19 @@ SIGKILL, a power cut) are removed by the next `render` and reported by `check`
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
+from gputenancy import interrupt
 from gputenancy.build import output
 from gputenancy.findings import Finding, Origin, PipelineError
 
 LEFTOVER_PREFIXES = (".staging-", ".old-")
-_SIGNALS = frozenset(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s)
 
 DOCS = {
     "generated-symlink": """generated/ (or publish's --path) is a real directory of the repository, and
@@ -186,23 +184,6 @@ def prepare(root: Path, parent: Path) -> list[str]:
     return cleaned
 
 
-@contextlib.contextmanager
-def _held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait while the directories are renamed (main thread only)."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-def _pending() -> bool:
-    return hasattr(signal, "sigpending") and bool(signal.sigpending() & _SIGNALS)
-
-
 def write_trees(
     root: Path, parent: Path, trees: Mapping[str, output.Tree], *, prune: bool = False
 ) -> list[str]:
@@ -227,7 +208,7 @@ def write_trees(
     with output.staged(parent, {n: trees[n] for n in changed}) as staged:
         old = Path(tempfile.mkdtemp(prefix=f".old-{os.getpid()}-", dir=parent))
         done: list[tuple[Path, Path]] = []  # renames made, in order (source, destination)
-        with _held():
+        with interrupt.deferred():
             try:
                 for name in sorted([*changed, *stale]):
                     target = parent / name
@@ -237,7 +218,7 @@ def write_trees(
                     if name in staged:
                         os.rename(staged[name], target)
                         done.append((staged[name], target))
-                if _pending():
+                if interrupt.pending():
                     raise InterruptedError("signal received during the swap")
             except BaseException as exc:
                 for source, destination in reversed(done):

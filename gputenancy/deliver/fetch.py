@@ -14,17 +14,16 @@ and verified against the lock.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import signal
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gputenancy import interrupt
 from gputenancy.findings import Finding, Origin, PipelineError
 from gputenancy.inputs.spec import load_model
 from gputenancy.versions import releases
@@ -73,21 +72,6 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, urllib.error.URLError):
         return str(exc.reason)
     return str(exc) or type(exc).__name__
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block is done (the swap of directories and the lock)."""
-    mask = {signal.SIGINT, signal.SIGTERM}
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
-    except (AttributeError, ValueError, OSError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def fetch(
@@ -166,7 +150,7 @@ def fetch(
     new = dict(lock.versions)
     for version, files in fresh.items():
         new[version] = {name: releases.sha256(data) for name, data in files.items()}
-    with _signals_deferred():
+    with interrupt.deferred():
         if fresh:
             _install(schemas, fresh)
         if update and (new != lock.versions or not (root / releases.LOCK_FILE).is_file()):
