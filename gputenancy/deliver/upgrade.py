@@ -236,9 +236,19 @@ def _manager(name: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
     return lines
 
 
-def compare_releases(old: Path, new: Path, cluster: str) -> tuple[list[str], list[UpgradeRisk]]:
-    """The CRD and manager changes between two release manifests."""
-    a, b = _load(old), _load(new)
+def compare_releases(
+    old: Path,
+    new: Path,
+    cluster: str,
+    parsed: dict[Path, dict[tuple[str, str], dict[str, Any]]] | None = None,
+) -> tuple[list[str], list[UpgradeRisk]]:
+    """The CRD and manager changes between two release manifests. `parsed` keeps each file's
+    documents across calls (read only), so clusters making the same upgrade parse it once."""
+    parsed = {} if parsed is None else parsed
+    for path in (old, new):
+        if path not in parsed:
+            parsed[path] = _load(path)
+    a, b = parsed[old], parsed[new]
     lines: list[str] = []
     risks: list[UpgradeRisk] = []
     crds = sorted({n for k, n in a.keys() | b.keys() if k == "CustomResourceDefinition"})
@@ -319,6 +329,7 @@ def analyse(
 ) -> tuple[list[Upgrade], list[UpgradeRisk], list[str]]:
     """The upgrades in `plan`, their risks, and notes on what could not be compared."""
     upgrades, risks, notes = [], [], []
+    parsed: dict[Path, dict[tuple[str, str], dict[str, Any]]] = {}
     for cluster, old, new in version_changes(plan):
         risks.append(
             UpgradeRisk(
@@ -340,7 +351,7 @@ def analyse(
             )
             upgrades.append(Upgrade(cluster, old, new, (), False))
             continue
-        lines, crd_risks = compare_releases(files[0], files[1], cluster)
+        lines, crd_risks = compare_releases(files[0], files[1], cluster, parsed)
         risks += crd_risks
         upgrades.append(Upgrade(cluster, old, new, tuple(lines), True))
     return upgrades, risks, notes
