@@ -342,10 +342,6 @@ def boundary_docs() -> dict[str, str]:
     return {**confine.DOCS, **kustomizations.DOCS, **amounts.DOCS, **swap.DOCS}
 
 
-def _boundary_documentation() -> str:
-    return "".join(f"\n### `{rule}`\n\n{doc.strip()}\n" for rule, doc in boundary_docs().items())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from gputenancy import interrupt

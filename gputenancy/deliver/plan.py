@@ -28,7 +28,7 @@ from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
 from gputenancy.policy.catalog import effective_catalog
 
 Trees = Mapping[str, Tree]
-DRAINED = "HoldAndDrain"
+DRAINED = more_risks.HELD
 ACTIONS = ("changed", "added", "removed")
 
 

@@ -31,17 +31,6 @@ def has_multiply_by(version: str) -> bool:
     return _key(minor_of(version)) >= _key(multiply_by_since())
 
 
-def retain_effect(version: str) -> str:
-    """What `strategy: Retain` (Kueue's default) does to the raw HAMi inputs in this version."""
-    effects: Mapping[str, str] = _table()["retainChargesInputs"]
-    return effects.get(minor_of(version), "the raw inputs are charged too")
-
-
-def reserved_names_fatal_since() -> str:
-    """The Kueue minor version from which a mapping or output named `pods` stops the manager."""
-    return str(_table()["reservedNamesFatal"])
-
-
 def dra_capacity_gate() -> str:
     return str(_table()["draCapacityGate"])
 
