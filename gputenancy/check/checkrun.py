@@ -92,6 +92,17 @@ class Run:
         text = f"{_describe(body)}: {where}{message}"
         self.findings.append(obj.origin_for(path).finding(rule, text, severity))
 
+    def cluster_scoped_namespace(self, obj: RenderedObject, body: Mapping[str, Any], kind: str) -> None:
+        """A warning that `kind` is cluster-scoped, so the namespace `body` sets is dropped."""
+        self.add(
+            obj,
+            body,
+            ("metadata", "namespace"),
+            "k8s-metadata",
+            f"{kind} is cluster-scoped: the API server drops the namespace",
+            Severity.WARNING,
+        )
+
     def schema_errors(
         self,
         obj: RenderedObject,

@@ -169,14 +169,7 @@ def check_kueue(
             Severity.WARNING,
         )
     if not crd.namespaced and isinstance(body.get("metadata"), Mapping) and body["metadata"].get("namespace"):
-        run.add(
-            obj,
-            body,
-            ("metadata", "namespace"),
-            "k8s-metadata",
-            f"{kind} is cluster-scoped: the API server drops the namespace",
-            Severity.WARNING,
-        )
+        run.cluster_scoped_namespace(obj, body, kind)
     compiled = crdschema.compiled(crd_dir, webhooks.KUEUE, kind, version)
     # `body` is this run's own plain copy: defaults go straight into it.
     if compiled.plan is not None:

@@ -80,14 +80,7 @@ def _builtin(
         return
     run.schema_errors(obj, body, validator.iter_errors(body), "k8s")
     if (group, kind) in _CLUSTER_SCOPED and meta.get("namespace"):
-        run.add(
-            obj,
-            body,
-            ("metadata", "namespace"),
-            "k8s-metadata",
-            f"{kind} is cluster-scoped: the API server drops the namespace",
-            Severity.WARNING,
-        )
+        run.cluster_scoped_namespace(obj, body, kind)
 
 
 @dataclasses.dataclass(frozen=True)
