@@ -138,6 +138,10 @@ class View:
                 out.setdefault(lq.namespace, queues[target])
         return out
 
+    @functools.cached_property
+    def _kueue_configuration(self) -> tuple[Mapping[str, Any] | None, Built | None]:
+        return _find_kueue_configuration(self)
+
     def of(self, group: str, kind: str) -> list[Built]:
         return self._by_kind.get((group, kind), [])
 
@@ -263,7 +267,12 @@ def build_view(
 def kueue_configuration(view: View) -> tuple[Mapping[str, Any] | None, Built | None]:
     """The Kueue Configuration as it will be applied: from the built ConfigMap, the built helm
     Application's values, or the ConfigMap patch of the Kueue install Application (`install:
-    manifests`); the object it came from (possibly renamed, which another rule reports)."""
+    manifests`); the object it came from (possibly renamed, which another rule reports). Parsed once
+    per view: the rules that read it share the one (read-only) mapping."""
+    return view._kueue_configuration
+
+
+def _find_kueue_configuration(view: View) -> tuple[Mapping[str, Any] | None, Built | None]:
     for b in view.of("", "ConfigMap"):
         text = (b.body.get("data") or {}).get(kueueconfig.CONFIG_KEY)
         if isinstance(text, str):
