@@ -34,7 +34,7 @@ COMMANDS: dict[str, Help] = {
     "render": Help(
         "write generated/<cluster>/, .github/CODEOWNERS and the ApplicationSet",
         "Validate, then replace generated/<cluster>/ atomically (stale files and clusters removed) and "
-        "rewrite .github/CODEOWNERS and argocd/applicationset.yaml. On any error nothing is written.",
+        "rewrite .github/CODEOWNERS and argocd/hub.yaml. On any error nothing is written.",
         ((0, "rendered"), _FINDINGS),
         ("python pipeline.py render", "python pipeline.py render --cluster lab"),
     ),

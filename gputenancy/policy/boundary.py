@@ -60,8 +60,9 @@ def reserved_patterns(model: Model, cluster: Cluster) -> dict[str, str]:
     why: dict[str, str] = {p: "a system namespace" for p in BUILT_IN_RESERVED}
     why[cluster.kueue_namespace] = f"Kueue's namespace on cluster {cluster.name!r}"
     why[platform.argocd.namespace if platform.argocd is not None else "argocd"] = "Argo CD's namespace"
-    if cluster.helm is not None:
-        why[cluster.helm.argocd_namespace] = "Argo CD's namespace"
+    install = cluster.helm or cluster.manifests
+    if install is not None and install.argocd_namespace:
+        why[install.argocd_namespace] = "Argo CD's namespace"
     for pattern in platform.reserved_namespaces:
         why.setdefault(pattern, "reserved by base/platform.yaml tenantNamespaces.reserved")
     return why

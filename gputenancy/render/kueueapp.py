@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from gputenancy.inputs.spec import Cluster
+from gputenancy.policy import destinations
 from gputenancy.render import kueueconfig
 from gputenancy.versions import kueue as kueue_versions
 
@@ -77,15 +78,18 @@ def patches(cluster: Cluster, config: kueueconfig.KueueConfig) -> list[dict[str,
     ]
 
 
-def application(cluster: Cluster, config: kueueconfig.KueueConfig, meta: dict[str, Any]) -> dict[str, Any]:
-    """The Application object (`meta`: labels and annotations)."""
+def application(
+    cluster: Cluster, config: kueueconfig.KueueConfig, meta: dict[str, Any], namespace: str
+) -> dict[str, Any]:
+    """The Application object (`meta`: labels and annotations), in the hub's Argo CD `namespace` and
+    destined for the cluster (render/hub.py)."""
     assert cluster.manifests is not None
     install = cluster.manifests
     release = kueue_versions.for_version(cluster.kueue_version).release
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Application",
-        "metadata": {"name": f"kueue-{cluster.name}", "namespace": install.argocd_namespace, **meta},
+        "metadata": {"name": f"kueue-{cluster.name}", "namespace": namespace, **meta},
         "spec": {
             "project": install.project,
             "source": {
@@ -97,7 +101,7 @@ def application(cluster: Cluster, config: kueueconfig.KueueConfig, meta: dict[st
                     "patches": patches(cluster, config),
                 },
             },
-            "destination": {"server": install.destination_server, "namespace": release.namespace},
+            "destination": {**destinations.install_destination(cluster), "namespace": release.namespace},
             "syncPolicy": {
                 "automated": {"prune": True, "selfHeal": True},
                 # The CRDs are too large for client-side apply's last-applied annotation; the release
