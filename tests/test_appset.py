@@ -16,8 +16,8 @@ import pytest
 import trees
 import yaml
 
-from gputenancy.check.crdschema import json_schema
 from gputenancy import proc
+from gputenancy.check.crdschema import json_schema
 from gputenancy.cli import main
 from gputenancy.deliver import appset
 from gputenancy.render import hub

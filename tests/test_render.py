@@ -116,7 +116,9 @@ def test_chain_claim_template_to_mapping_to_cluster_queue(result: engine.Result)
 
 
 def _config(tree: dict[str, bytes]) -> dict[str, Any]:
-    app = yaml.safe_load(tree["_hub/application/argocd/kueue-lab.yaml"])
+    (app,) = [
+        yaml.safe_load(d) for p, d in tree.items() if p.startswith("_hub/application/") and "/kueue-" in p
+    ]
     if "kustomize" in app["spec"]["source"]:  # install: manifests
         patch = yaml.safe_load(app["spec"]["source"]["kustomize"]["patches"][0]["patch"])
         loaded: dict[str, Any] = yaml.safe_load(patch["data"]["controller_manager_config.yaml"])

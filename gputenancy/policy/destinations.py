@@ -108,7 +108,9 @@ def argocd_destination_unknown(model: Model, catalog: Catalog) -> Iterator[Findi
         elif registered is not None and value != IN_CLUSTER_NAME and value not in registered:
             close = difflib.get_close_matches(value, registered, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            default = "" if cluster.destination is not None else " (the default: no `argocd:` in its cluster.yaml)"
+            default = (
+                "" if cluster.destination is not None else " (the default: no `argocd:` in its cluster.yaml)"
+            )
             yield _where(cluster).finding(
                 "argocd-destination-unknown",
                 f"cluster {name!r}: Argo CD destination name {value!r}{default} is not among the clusters "

@@ -23,6 +23,7 @@ The Applications carry no `resources-finalizer.argocd.argoproj.io`: when a clust
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gputenancy.inputs.spec import ArgoCD, Cluster, Platform
@@ -60,7 +61,7 @@ IGNORE_DIFFERENCES = (
 RETRY = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}}
 
 
-def is_hub_object(body: dict[str, Any]) -> bool:
+def is_hub_object(body: Mapping[str, Any]) -> bool:
     """Argo CD's own objects belong to the hub, whatever cluster they deliver to."""
     return str(body.get("apiVersion", "")).startswith("argoproj.io/")
 

@@ -245,7 +245,9 @@ def render_platform(
         meta = _meta(settings.origin, WAVE_NAMESPACED)  # after kueue-<cluster> in the app-of-apps
         meta["labels"][hub.CLUSTER_LABEL] = cluster.name
         app = hub.spoke_application(settings, cluster, meta)
-        out.append(RenderedObject(cluster.name, app, settings.origin, {("spec", "destination"): cluster.origin}))
+        out.append(
+            RenderedObject(cluster.name, app, settings.origin, {("spec", "destination"): cluster.origin})
+        )
     return out, config, findings
 
 
