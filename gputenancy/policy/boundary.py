@@ -13,7 +13,7 @@ from gputenancy.inputs.spec import Cluster, Cohort, Model
 
 BUILT_IN_RESERVED = ("kube-*", "kueue-system", "default")
 """Namespaces no tenant may claim on any cluster; each cluster adds its kueue.namespace and the Argo
-CD namespace(s) (base/platform.yaml argocd.namespace, default argocd; kueue.helm.argocdNamespace)."""
+CD namespace(s) (base/platform.yaml argocd.namespace, default argocd; kueue.helm/manifests.argocdNamespace)."""
 
 
 def cohort_cycles(cohorts: Mapping[str, Cohort]) -> list[list[str]]:
