@@ -154,3 +154,28 @@ def test_an_install_destination_elsewhere_than_the_cluster_is_refused(
     assert main(["--root", str(root), "validate"]) == 1
     out = capsys.readouterr().out
     assert "overlays/prod/cluster.yaml:" in out and "(argocd-destination-split)" in out
+
+
+def test_a_rename_publishes_without_drain_and_the_hub_follows_it(tmp_path: Path) -> None:
+    """On the deploy branch the old directory goes and the new one comes in one commit, without
+    --allow-delete; the app-of-apps then syncs the new cluster's Applications, not the old ones."""
+    import git
+    import test_appset
+    import test_publish
+
+    root, remote = test_publish.source(tmp_path), test_publish.bare(tmp_path)
+    assert test_publish.run(root, "--repo", str(remote), "--branch", "deploy") == 0
+    _rename_lab(root)
+    test_publish.commit(root, "lab is dev now")
+    assert test_publish.run(root, "--repo", str(remote), "--branch", "deploy") == 0
+    _, message, published, count = test_publish.tip(remote, "deploy")
+    assert count == 2 and set(published) == {"dev", "prod"}
+    assert "cluster-renamed" in message
+    checkout = tmp_path / "deploy"
+    git.Repo.clone_from(str(remote), checkout, branch="deploy").close()
+    assert main(["--root", str(root), "render"]) == 0  # writes argocd/hub.yaml
+    (checkout / "argocd").mkdir()
+    shutil.copyfile(root / "argocd/hub.yaml", checkout / "argocd/hub.yaml")
+    apps = test_appset.hub_sync(checkout, tmp_path / "hub")
+    assert set(apps) == {"gputenancy-dev", "kueue-dev", "gputenancy-prod", "kueue-prod"}
+    assert apps["kueue-dev"]["spec"]["destination"]["server"] == "https://kubernetes.default.svc"
