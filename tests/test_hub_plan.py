@@ -46,6 +46,9 @@ def test_a_moved_overlay_is_planned_as_a_rename(tmp_path: Path) -> None:
     text = planview.format_text(p)
     assert "renamed from lab" in text and "destination: server https://kubernetes.default.svc" in text
     assert "without cascad" in text
+    assert "- Argo CD delivers **dev** to `server https://kubernetes.default.svc` (renamed from lab)" in (
+        planview.format_markdown(p).splitlines()
+    )
 
 
 def test_a_moved_overlay_with_another_destination_is_a_removal(tmp_path: Path) -> None:
@@ -83,6 +86,7 @@ def test_the_plan_shows_the_destination_of_a_changed_cluster(tmp_path: Path) -> 
     prod = next(c for c in p.clusters if c.name == "prod")
     assert prod.destination == "name prod-eu"
     assert "  destination: name prod-eu" in planview.format_text(p).splitlines()
+    assert "- Argo CD delivers **prod** to `name prod-eu`" in planview.format_markdown(p).splitlines()
 
 
 def _validate(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
