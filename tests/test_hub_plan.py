@@ -20,6 +20,11 @@ def _rename_lab(root: Path, new: str = "dev") -> None:
     trees.edit(root, "tenants/sandbox.yaml", lambda d: d.update(clusters=[new]))
 
 
+def _argocd(root: Path, cluster: str, **dest: str) -> None:
+    """Set `argocd:` (the destination) in overlays/<cluster>/cluster.yaml."""
+    trees.edit(root, f"overlays/{cluster}/cluster.yaml", lambda d: d.update(argocd=dest))
+
+
 def _plan(root: Path) -> plan.Plan:
     result, made = plan.make(root, cluster=None, against=None, schemas=None, allow_delete=False)
     assert made is not None, result.findings
@@ -54,7 +59,7 @@ def test_a_moved_overlay_is_planned_as_a_rename(tmp_path: Path) -> None:
 def test_a_moved_overlay_with_another_destination_is_a_removal(tmp_path: Path) -> None:
     root = trees.example(tmp_path)
     _rename_lab(root)
-    trees.edit(root, "overlays/dev/cluster.yaml", lambda d: d.update(argocd={"name": "dev"}))
+    _argocd(root, "dev", name="dev")
     p = _plan(root)
     assert {f.rule for f in p.findings if f.severity.name == "ERROR"} == {"tenant-removal"}
     assert "cluster-renamed" not in {r.risk for r in p.risks}
@@ -81,7 +86,7 @@ def test_a_moved_overlay_with_other_objects_is_not_a_rename(tmp_path: Path) -> N
 def test_the_plan_shows_the_destination_of_a_changed_cluster(tmp_path: Path) -> None:
     root = trees.example(tmp_path)
     trees.edit(root, "tenants/sandbox.yaml", lambda d: d.update(description="changed"))
-    trees.edit(root, "overlays/prod/cluster.yaml", lambda d: d.update(argocd={"name": "prod-eu"}))
+    _argocd(root, "prod", name="prod-eu")
     p = _plan(root)
     prod = next(c for c in p.clusters if c.name == "prod")
     assert prod.destination == "name prod-eu"
@@ -112,9 +117,9 @@ def test_a_copied_overlay_that_keeps_its_destination_is_refused(
     assert "same Argo CD destination as cluster 'lab' (server https://kubernetes.default.svc)" in out
     assert "Traceback" not in out
     # in-cluster by name is the same cluster
-    trees.edit(root, "overlays/staging/cluster.yaml", lambda d: d.update(argocd={"name": "in-cluster"}))
+    _argocd(root, "staging", name="in-cluster")
     assert "(argocd-destination-duplicate)" in _validate(root, capsys)
-    trees.edit(root, "overlays/staging/cluster.yaml", lambda d: d.update(argocd={"name": "staging"}))
+    _argocd(root, "staging", name="staging")
     capsys.readouterr()
     assert main(["--root", str(root), "validate"]) == 0, capsys.readouterr().out
 
@@ -124,13 +129,11 @@ def test_a_destination_that_is_neither_a_server_nor_a_registered_name_is_refused
 ) -> None:
     root = trees.example(tmp_path)
     _copy_lab(root)
-    trees.edit(
-        root, "overlays/staging/cluster.yaml", lambda d: d.update(argocd={"name": "https://10.0.0.9:6443"})
-    )
+    _argocd(root, "staging", name="https://10.0.0.9:6443")
     out = _validate(root, capsys)
     assert "(argocd-destination-unknown)" in out and "write `argocd: {server: https://10.0.0.9:6443}`" in out
     # with the hub's registered clusters listed, a name must be one of them (the default name too)
-    trees.edit(root, "overlays/staging/cluster.yaml", lambda d: d.update(argocd={"name": "stagng"}))
+    _argocd(root, "staging", name="stagng")
     trees.edit(root, "base/platform.yaml", lambda d: d["argocd"].update(clusters=["staging"]))
     out = _validate(root, capsys)
     lines = [line for line in out.splitlines() if "(argocd-destination-unknown)" in line]
@@ -138,7 +141,7 @@ def test_a_destination_that_is_neither_a_server_nor_a_registered_name_is_refused
     assert any("did you mean 'staging'" in line for line in lines)
     assert all(line.split(":")[1].isdigit() for line in lines), "file:line:col"
     trees.edit(root, "base/platform.yaml", lambda d: d["argocd"].update(clusters=["staging", "prod"]))
-    trees.edit(root, "overlays/staging/cluster.yaml", lambda d: d.update(argocd={"name": "staging"}))
+    _argocd(root, "staging", name="staging")
     capsys.readouterr()
     assert main(["--root", str(root), "validate"]) == 0, capsys.readouterr().out
 
