@@ -182,6 +182,7 @@ def test_the_hub_syncs_every_application_into_its_namespace_destined_for_the_clu
     for name, app in apps.items():
         assert app["kind"] == "Application" and app["metadata"]["namespace"] == "argocd", name
         assert "finalizers" not in app["metadata"], f"{name}: its removal must not cascade"
+        assert app["metadata"]["labels"]["gputenancy.io/cluster"] == name.split("-", 1)[1], name
         assert crd_errors(shared, "Application", app) == [], name
     in_cluster = {"server": "https://kubernetes.default.svc"}
     assert apps["gputenancy-lab"]["spec"]["destination"] == in_cluster

@@ -242,13 +242,20 @@ def render_platform(
     out.extend(_deliver_config(cluster, config, hub.namespace(model.platform, cluster)))
     if model.platform.argocd is not None:
         settings = model.platform.argocd
-        meta = _meta(settings.origin, WAVE_NAMESPACED)  # after kueue-<cluster> in the app-of-apps
-        meta["labels"][hub.CLUSTER_LABEL] = cluster.name
+        meta = _hub_meta(cluster, settings.origin, WAVE_NAMESPACED)  # after kueue-<cluster>
         app = hub.spoke_application(settings, cluster, meta)
         out.append(
             RenderedObject(cluster.name, app, settings.origin, {("spec", "destination"): cluster.origin})
         )
     return out, config, findings
+
+
+def _hub_meta(cluster: Cluster, source: Origin | None = None, wave: str = WAVE_CONFIG) -> dict[str, Any]:
+    """Labels and annotations of an Application in the hub: `gputenancy.io/cluster` says which
+    cluster it delivers to (`argocd app list -l gputenancy.io/cluster=prod`)."""
+    meta = _meta(source or cluster.origin, wave)
+    meta["labels"][hub.CLUSTER_LABEL] = cluster.name
+    return meta
 
 
 def _deliver_config(
@@ -269,7 +276,7 @@ def _deliver_config(
             release_name=helm.release_name,
             values=values,
             destination={**destinations.install_destination(cluster), "namespace": cluster.kueue_namespace},
-            **_meta(cluster.origin, WAVE_CONFIG),
+            **_hub_meta(cluster),
         )
         return [
             RenderedObject(
@@ -280,6 +287,6 @@ def _deliver_config(
             )
         ]
     assert cluster.manifests is not None
-    app = kueueapp.application(cluster, config, _meta(cluster.origin, WAVE_CONFIG), argocd_namespace)
+    app = kueueapp.application(cluster, config, _hub_meta(cluster), argocd_namespace)
     patch = ("spec", "source", "kustomize", "patches", kueueapp.CONFIG_PATCH)
     return [RenderedObject(cluster.name, app, cluster.origin, {patch: config.origin})]
