@@ -74,12 +74,15 @@ def namespace(platform: Platform, cluster: Cluster | None = None) -> str:
     return platform.argocd.namespace if platform.argocd is not None else DEFAULT_NAMESPACE
 
 
-def spoke_application(settings: ArgoCD, cluster: Cluster, meta: dict[str, Any]) -> dict[str, Any]:
-    """`gputenancy-<cluster>`: the cluster's directory (but `_hub/`), synced to the cluster."""
+def spoke_application(
+    settings: ArgoCD, cluster: Cluster, meta: dict[str, Any], namespace: str
+) -> dict[str, Any]:
+    """`gputenancy-<cluster>`: the cluster's directory (but `_hub/`), synced to the cluster; in the
+    hub's Argo CD `namespace`, beside `kueue-<cluster>`."""
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Application",
-        "metadata": {"name": f"{SPOKE_PREFIX}{cluster.name}", "namespace": settings.namespace, **meta},
+        "metadata": {"name": f"{SPOKE_PREFIX}{cluster.name}", "namespace": namespace, **meta},
         "spec": {
             "project": settings.project,
             "source": {

@@ -239,11 +239,12 @@ def render_platform(
         )
         out.append(RenderedObject(cluster.name, body, co.origin))
     config, findings = kueueconfig.build(model, cluster, catalog)
-    out.extend(_deliver_config(cluster, config, hub.namespace(model.platform, cluster)))
+    argocd_namespace = hub.namespace(model.platform, cluster)
+    out.extend(_deliver_config(cluster, config, argocd_namespace))
     if model.platform.argocd is not None:
         settings = model.platform.argocd
         meta = _hub_meta(cluster, settings.origin, WAVE_NAMESPACED)  # after kueue-<cluster>
-        app = hub.spoke_application(settings, cluster, meta)
+        app = hub.spoke_application(settings, cluster, meta, argocd_namespace)
         out.append(
             RenderedObject(cluster.name, app, settings.origin, {("spec", "destination"): cluster.origin})
         )
