@@ -90,6 +90,8 @@ def test_the_plan_shows_the_destination_of_a_changed_cluster(tmp_path: Path) -> 
     p = _plan(root)
     prod = next(c for c in p.clusters if c.name == "prod")
     assert prod.destination == "name prod-eu"
+    (moved,) = [r for r in p.risks if r.risk == "destination-changed"]
+    assert moved.cluster == "prod" and "now delivered to name prod-eu (was name prod)" in moved.message
     assert "  destination: name prod-eu" in planview.format_text(p).splitlines()
     assert "- Argo CD delivers **prod** to `name prod-eu`" in planview.format_markdown(p).splitlines()
 

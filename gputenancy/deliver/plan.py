@@ -36,7 +36,7 @@ ACTIONS = ("changed", "added", "removed")
 class Risk:
     """risk: queue-deleted | localqueue-replaced | claim-template-replaced | kueue-config-changed |
     capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py) |
-    cluster-renamed (deliver/rename.py)"""
+    cluster-renamed | destination-changed (deliver/rename.py)"""
 
     cluster: str
     risk: str
@@ -297,6 +297,8 @@ def build(
         if name in moved:
             risks.append(Risk(name, "cluster-renamed", moved[name], rename.message(moved[name], name, dest)))
             continue
+        retargeted = rename.retargeted(name, old, dest) if name in result.clusters else None
+        risks += [Risk(name, "destination-changed", name, retargeted)] if retargeted else []
         extra, replaced = more_risks.more(name, objects, olds)
         risks += [r for r in _risks(name, objects, olds, cqs) if r.subject not in replaced]
         risks += [Risk(name, *r) for r in extra]

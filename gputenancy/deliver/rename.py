@@ -98,3 +98,15 @@ def message(old: str, new: str, dest: Mapping[str, str] | None) -> str:
         f"and creates {hub.SPOKE_PREFIX}{new} and kueue-{new}, which adopt the same objects; nothing is "
         "drained and Kueue does not restart (docs/argocd.md, Rename a cluster)"
     )
+
+
+def retargeted(name: str, old: Tree, dest: Mapping[str, str] | None) -> str | None:
+    """The risk message when cluster `name` keeps its directory but its destination changes."""
+    was = old_destination(name, old)
+    if not was or not dest or destinations.target(was) == destinations.target(dict(dest)):
+        return None
+    return (
+        f"cluster {name!r} is now delivered to {destinations.shown(dict(dest))} (was {destinations.shown(was)}): "
+        f"{hub.SPOKE_PREFIX}{name} and kueue-{name} are retargeted, the new destination receives Kueue and "
+        "every object, and what was applied at the old one stays there (nothing cascades)"
+    )
