@@ -61,6 +61,37 @@ IGNORE_DIFFERENCES = (
 RETRY = {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}}
 
 
+def application(
+    name: str,
+    namespace: str,
+    meta: Mapping[str, Any],
+    *,
+    project: str,
+    source: dict[str, Any],
+    destination: dict[str, str],
+    sync_options: list[str],
+    **more: Any,
+) -> dict[str, Any]:
+    """An Argo CD Application of the hub: in its Argo CD `namespace`, syncing automatically with
+    prune and self-heal, without the resources finalizer (deleting it deletes nothing it synced);
+    `more` adds spec fields (`retry` goes into syncPolicy)."""
+    sync: dict[str, Any] = {"automated": {"prune": True, "selfHeal": True}, "syncOptions": sync_options}
+    if "retry" in more:
+        sync["retry"] = more.pop("retry")
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": name, "namespace": namespace, **meta},
+        "spec": {
+            "project": project,
+            "source": source,
+            "destination": destination,
+            "syncPolicy": sync,
+            **more,
+        },
+    }
+
+
 def is_hub_object(body: Mapping[str, Any]) -> bool:
     """Argo CD's own objects belong to the hub, whatever cluster they deliver to."""
     return str(body.get("apiVersion", "")).startswith("argoproj.io/")
@@ -79,49 +110,39 @@ def spoke_application(
 ) -> dict[str, Any]:
     """`gputenancy-<cluster>`: the cluster's directory (but `_hub/`), synced to the cluster; in the
     hub's Argo CD `namespace`, beside `kueue-<cluster>`."""
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Application",
-        "metadata": {"name": f"{SPOKE_PREFIX}{cluster.name}", "namespace": namespace, **meta},
-        "spec": {
-            "project": settings.project,
-            "source": {
-                "repoURL": settings.repo_url,
-                "targetRevision": settings.target_revision,
-                "path": f"{settings.path}/{cluster.name}",
-                "directory": {"recurse": True, "exclude": SPOKE_EXCLUDE},
-            },
-            "destination": destination(cluster),
-            "syncPolicy": {
-                "automated": {"prune": True, "selfHeal": True},
-                "syncOptions": list(SYNC_OPTIONS),
-                "retry": RETRY,
-            },
-            "ignoreDifferences": [dict(d) for d in IGNORE_DIFFERENCES],
+    return application(
+        f"{SPOKE_PREFIX}{cluster.name}",
+        namespace,
+        meta,
+        project=settings.project,
+        source={
+            "repoURL": settings.repo_url,
+            "targetRevision": settings.target_revision,
+            "path": f"{settings.path}/{cluster.name}",
+            "directory": {"recurse": True, "exclude": SPOKE_EXCLUDE},
         },
-    }
+        destination=destination(cluster),
+        sync_options=list(SYNC_OPTIONS),
+        retry=RETRY,
+        ignoreDifferences=[dict(d) for d in IGNORE_DIFFERENCES],
+    )
 
 
 def root_application(settings: ArgoCD) -> dict[str, Any]:
     """`gputenancy`, the app-of-apps: every cluster's `_hub/` from the deploy branch, into the hub's
     Argo CD namespace. Pruning removes the Applications of a cluster directory that is gone (their
     objects stay on the cluster: the Applications have no resources finalizer)."""
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Application",
-        "metadata": {"name": ROOT_NAME, "namespace": settings.namespace, "labels": dict(MANAGED_BY)},
-        "spec": {
-            "project": settings.project,
-            "source": {
-                "repoURL": settings.repo_url,
-                "targetRevision": settings.target_revision,
-                "path": settings.path,
-                "directory": {"recurse": True, "include": HUB_GLOB},
-            },
-            "destination": {"server": IN_CLUSTER_SERVER, "namespace": settings.namespace},
-            "syncPolicy": {
-                "automated": {"prune": True, "selfHeal": True},
-                "syncOptions": ["ServerSideApply=true", "CreateNamespace=false"],
-            },
+    return application(
+        ROOT_NAME,
+        settings.namespace,
+        {"labels": dict(MANAGED_BY)},
+        project=settings.project,
+        source={
+            "repoURL": settings.repo_url,
+            "targetRevision": settings.target_revision,
+            "path": settings.path,
+            "directory": {"recurse": True, "include": HUB_GLOB},
         },
-    }
+        destination={"server": IN_CLUSTER_SERVER, "namespace": settings.namespace},
+        sync_options=["ServerSideApply=true", "CreateNamespace=false"],
+    )
