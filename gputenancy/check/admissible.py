@@ -357,7 +357,13 @@ def claim_admissible(view: View) -> Iterator[Finding]:
             needs["pods"] = (ONE, "one per pod")  # Kueue counts every pod when the queue covers pods
         key = (cq.name, tuple(sorted((r, q, w) for r, (q, w) in needs.items() if not r.startswith(excluded))))
         if key not in verdicts:
-            verdicts[key] = _verdict(pool, cq, key[1], ignore_undeclared, _written_zeros(view, cq))
+            verdicts[key] = _verdict(
+                pool,
+                cq,
+                key[1],
+                ignore_undeclared,
+                functools.cache(functools.partial(_written_zeros, view, cq)),
+            )
         if verdicts[key]:
             # one finding per template and problem, naming every namespace it is rendered in
             found.setdefault((rct.origin, rct.name, key), (rct, []))[1].append(rct.namespace)
@@ -384,7 +390,7 @@ def _verdict(
     cq: Built,
     needs: tuple[tuple[str, Quantity, str], ...],
     ignore_undeclared: bool,
-    written: Written,
+    zeros: Callable[[], Written],
 ) -> list[str]:
     """Why no flavor of `cq` holds a pod asking for `needs`; messages name the tenant file as _TENANT."""
     groups = pool.groups[cq.name]
@@ -402,24 +408,25 @@ def _verdict(
         wanted = [(r, q) for r, q, _ in needs if r in covered]
         if not wanted or not flavors:
             continue
-        blocking: list[str] = []
+        blocking: list[tuple[str, str, Quantity, Quantity]] = []
         for flavor in flavors:
             lacking = []
             for resource, amount in wanted:
                 cap = pool.max_capacity(cq, flavor, resource)
                 if cap is not None and amount > cap:
-                    zero = written.get((flavor, resource)) if cap.value == 0 else None
-                    lacking.append(
-                        _insufficient(resource, flavor, amount, cap) + (f" ({zero})" if zero else "")
-                    )
+                    lacking.append((resource, flavor, amount, cap))
             if not lacking:
                 break
             blocking.extend(lacking)
         else:
             asks = ", ".join(f"{r} {q.canonical()}" for r, q in wanted)
+            reasons = []
+            for resource, flavor, amount, cap in blocking:
+                zero = zeros().get((flavor, resource)) if cap.value == 0 else None
+                reasons.append(_insufficient(resource, flavor, amount, cap) + (f" ({zero})" if zero else ""))
             problems.append(
                 f"no flavor of ClusterQueue {cq.name!r} can ever hold a pod using it ({asks}); Kueue says "
-                f"{'; '.join(blocking)}; raise the budget (nominal or borrowingLimit) in {_TENANT} or lower what "
+                f"{'; '.join(reasons)}; raise the budget (nominal or borrowingLimit) in {_TENANT} or lower what "
                 "the pod asks for"
             )
     return problems
