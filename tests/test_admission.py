@@ -86,6 +86,10 @@ def test_a_draining_queue_is_not_judged(tmp_path: Path, capsys: pytest.CaptureFi
     assert "note: ClusterQueue 'a' on cluster 'c1' is stopped (`state: draining` in tenants/a.yaml)" in err
     assert "its claim templates (gpu-x2, slice-x1) are not judged for admissibility" in err
     assert "(claim-admissible)" in err and "error:" not in err
+    # and the plan says so
+    main(["--root", str(root), "plan"])
+    out = capsys.readouterr()
+    assert "note: ClusterQueue 'a' on cluster 'c1' is stopped" in out.out + out.err
 
 
 def test_transformations_of_the_configuration_are_charged(
