@@ -1,14 +1,15 @@
 """Amounts a cluster would punish: device counts that are not plain whole numbers, and quantities
-beyond what the API server stores (a leaf of the input stage, called by `spec` while it builds
+beyond what Kueue counts (a leaf of the input stage, called by `spec` while it builds
 records).
 
 * A device count is a whole number written plainly: a YAML integer (``4``) or a string of digits
   (``"4"``). ``1Gi``, ``1e3``, ``1k``, ``4.0`` or ``"4."`` are refused whatever `overcommit`
   says: a quantity suffix on a GPU count is a typo for a memory size far more often than a request
   for 1,073,741,824 GPUs (`device-count`).
-* The API server stores a quantity as a signed 64-bit number: a magnitude above 2^63-1 is capped
-  (``8Ei``) or cannot be compared, so the object on the cluster would differ from the rendered one
-  (`quantity-range`).
+* Kueue counts quotas and requests as signed 64-bit numbers and clamps a larger magnitude at 2^63-1
+  (Kueue v0.18.1 reads a `64e30` memory request as 0); the API server caps a binary quantity above
+  2^63-1 (``99999999999999999999Ki``) and keeps a decimal one as written, so neither means what was
+  reviewed (`quantity-range`).
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ plain whole numbers: digits only, no suffix, exponent or decimal point, whatever
 Passes: gpu.nvidia.com: 4; gpu.nvidia.com: {nominal: "8", borrowingLimit: 2}.
 Fails: gpu.nvidia.com: 1Gi (1,073,741,824 GPUs); gpu.nvidia.com: 1e3; gpu.nvidia.com: 2.0.
 """,
-    "quantity-range": """A quantity fits what the API server stores: its magnitude is at most 2^63-1
-(9223372036854775807). A larger value is capped or refused by the cluster, so what Argo CD applies
-would differ from what was reviewed.
+    "quantity-range": """A quantity is at most 2^63-1 (9223372036854775807), the most Kueue counts: Kueue
+clamps every quota and request at 2^63-1 (v0.18.1 charges a 64e30 memory request as 0), and the API
+server caps a binary value above it and keeps a decimal one as written, so the quota Kueue enforces is
+not the one reviewed.
 
 Passes: memory: 512Gi; cpu: "96".
 Fails: memory: 8Ei (capped to 2^63-1); cpu: 10E (10^19).
@@ -72,6 +74,8 @@ def range_problem(raw: Any, parsed: quantity.Quantity) -> str | None:
     if value > MAX_STORED:
         shown = raw if not isinstance(raw, str) or len(raw) <= 40 else raw[:37] + "..."
         return (
-            f"{shown!r} is beyond what the API server stores (a magnitude of at most 2^63-1 = {MAX_STORED})"
+            f"{shown!r} is more than 2^63-1 = {MAX_STORED}, the most Kueue counts: Kueue clamps every quota "
+            "and request at 2^63-1 (and v0.18.1 charges a 64e30 memory request as 0); the API server caps a "
+            "binary value such as 99999999999999999999Ki at 2^63-1 and keeps a decimal one as written"
         )
     return None

@@ -22,6 +22,7 @@ from gputenancy.inputs.records import (
     Flavor,
     FlavorBudget,
     HelmInstall,
+    InventoryDevice,
     Platform,
     Tenant,
 )
@@ -332,7 +333,10 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         vgpu = (
             hami.build_capacity(c.add, doc, ("capacity", i, "hami"), raw["hami"]) if "hami" in raw else None
         )
-        capacity.append(Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i), vgpu))
+        inventory = _inventory(c, doc, i, raw["inventory"]) if "inventory" in raw else None
+        capacity.append(
+            Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i), vgpu, inventory)
+        )
     k8s = d["kubernetesVersion"].lstrip("v")
     minor = int(k8s.split(".")[1])
     if minor < 34:
@@ -364,6 +368,34 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         if "argocd" in d
         else None,
     )
+
+
+def _inventory(
+    c: _Collector, doc: Document, i: int, raw: list[dict[str, Any]]
+) -> tuple[InventoryDevice, ...]:
+    out = []
+    for j, dev in enumerate(raw):
+        at = ("capacity", i, "inventory", j)
+        count = None
+        if "count" in dev:
+            q = c.quantity(doc, (*at, "count"), dev["count"], "quantity")
+            c.device_count(doc, (*at, "count"), dev["count"], q)
+            count = int(q.value)
+        caps = tuple(
+            (name, c.quantity(doc, (*at, "capacity", name), value, "quantity"))
+            for name, value in (dev.get("capacity") or {}).items()
+        )
+        out.append(
+            InventoryDevice(
+                dev["deviceClass"],
+                count,
+                dev.get("driver"),
+                tuple((dev.get("attributes") or {}).items()),
+                caps,
+                doc.origin(*at),
+            )
+        )
+    return tuple(out)
 
 
 def _class_entry(doc: Document, i: int, raw: dict[str, Any]) -> DeviceClassEntry:

@@ -154,12 +154,26 @@ DEFAULT_POD_REQUESTS = (("cpu", "100m"), ("memory", "128Mi"))
 
 
 @dataclasses.dataclass(frozen=True)
+class InventoryDevice:
+    """Devices of one kind on a flavor's nodes (`capacity[].inventory[]`), as the DRA driver publishes
+    them: attribute and capacity names as written (bare or domain/name); None where not stated."""
+
+    device_class: str
+    count: int | None
+    driver: str | None
+    attributes: tuple[tuple[str, str | int | bool], ...]
+    capacity: tuple[tuple[str, quantity.Quantity], ...]
+    origin: Origin
+
+
+@dataclasses.dataclass(frozen=True)
 class Capacity:
     flavor: str
     devices: tuple[tuple[str, quantity.Quantity, Origin], ...]
     resources: tuple[tuple[str, quantity.Quantity, Origin], ...]
     origin: Origin
     hami: HamiCapacity | None = None
+    inventory: tuple[InventoryDevice, ...] | None = None  # None: not declared
 
 
 @dataclasses.dataclass(frozen=True)
