@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gputenancy import report, safetext
-from gputenancy.deliver import budgetdiff, budgets, mdsafe, poolchart
+from gputenancy.deliver import authorview, budgetdiff, budgets, mdsafe, poolchart
 from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (
     ACTIONS,
@@ -400,9 +401,16 @@ def command(
         plan = with_upgrades(plan, result.model, schemas)
     if plan is None:
         found = list(result.findings)
-        text = report.format_findings(found, "json" if fmt == "json" else findings_format, result.notes)
+        touched = authorview.touched_files(root, authorview.change_base(against, os.environ))
+        text = (
+            authorview.listing(found, touched, result.notes)
+            if fmt != "json" and findings_format == "text"
+            else report.format_findings(authorview.headlines(found, touched), findings_format, result.notes)
+            if fmt != "json"
+            else report.format_findings(found, "json", result.notes)
+        )
         if output_file is not None:
-            listed = report.format_findings(found, "text")
+            listed = authorview.listing(found, touched)
             failed = f"## gputenancy plan\n\n**validation failed**\n\n{mdsafe.fence(listed.splitlines())}\n"
             output_file.write_text(failed if fmt == "markdown" else text, encoding="utf-8")
         emit(text)
