@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import git
 import pytest
 import trees
 
@@ -15,11 +14,7 @@ from gputenancy.deliver import authorview
 
 def committed_example(tmp_path: Path) -> Path:
     root = trees.example(tmp_path)
-    repo = git.Repo.init(root, initial_branch="main")
-    with repo, repo.config_writer() as cfg:
-        cfg.set_value("user", "name", "Test").set_value("user", "email", "test@example.com")
-    repo.git.add("-A")
-    repo.git.commit("-q", "-m", "base")
+    trees.committed(root).close()
     return root
 
 

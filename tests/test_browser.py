@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import browserkit
-import git
 import pytest
 import trees
 
@@ -56,11 +55,7 @@ def test_the_pr_comment_pies_render_with_mermaid_in_chromium(
 ) -> None:
     browserkit.require()
     root = trees.example(tmp_path)
-    repo = git.Repo.init(root, initial_branch="main")
-    with repo, repo.config_writer() as cfg:
-        cfg.set_value("user", "name", "Test").set_value("user", "email", "test@example.com")
-    repo.git.add("-A")
-    repo.git.commit("-q", "-m", "base")
+    trees.committed(root).close()
     path = root / "overlays/prod/cluster.yaml"
     path.write_text(path.read_text().replace("gpu.nvidia.com: 16 ", "gpu.nvidia.com: 20 ", 1))
     vision = root / "tenants/vision.yaml"

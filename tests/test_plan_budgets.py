@@ -8,9 +8,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
-import git
 import hamitree
 import pytest
 import trees
@@ -23,30 +21,20 @@ VISION_8 = "gpu.nvidia.com: {nominal: 8, borrowingLimit: 4, lendingLimit: 4}"
 VISION_6 = "gpu.nvidia.com: {nominal: 6, borrowingLimit: 4, lendingLimit: 4}"
 
 
-def committed(root: Path) -> git.Repo:
-    repo = git.Repo.init(root, initial_branch="main")
-    with repo.config_writer() as cfg:
-        cfg.set_value("user", "name", "Test").set_value("user", "email", "test@example.com")
-    repo.git.add("-A")
-    repo.git.commit("-q", "-m", "base")
-    return repo
-
-
-def replace(root: Path, rel: str, old: str, new: str) -> None:
-    path = root / rel
-    text = path.read_text()
-    assert old in text, (rel, old)
-    path.write_text(text.replace(old, new, 1))
-
-
 def plan(root: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     code = main(["--root", str(root), "plan", *args])
     return code, capsys.readouterr().out
 
 
+def speech_up_vision_down(root: Path) -> None:
+    """speech asks for two more H100s on prod, vision gives two back."""
+    trees.replace(root, "tenants/speech.yaml", SPEECH_2, SPEECH_4)
+    trees.replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+
+
 def example(tmp_path: Path) -> Path:
     root = trees.example(tmp_path)
-    committed(root).close()
+    trees.committed(root).close()
     return root
 
 
@@ -54,7 +42,7 @@ def test_a_capacity_change_alone_is_a_change_with_headroom_before_and_after(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = example(tmp_path)
-    replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 160 ")
+    trees.replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 160 ")
     code, out = plan(root, capsys)
     assert code == 2, out  # not "no changes": capacity guards every later budget
     assert "prod: 0 changed, 0 added, 0 removed, capacity changed" in out
@@ -73,8 +61,7 @@ def test_grants_before_after_and_the_tenants_affected_through_the_cohort(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = example(tmp_path)
-    replace(root, "tenants/speech.yaml", SPEECH_2, SPEECH_4)
-    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+    speech_up_vision_down(root)
     code, out = plan(root, capsys, "--against", "HEAD")
     assert code == 2
     assert (
@@ -106,7 +93,7 @@ def test_an_added_tenant_in_a_cohort_moves_the_members_and_needs_its_namespaces(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = example(tmp_path)
-    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)  # room for the newcomer
+    trees.replace(root, "tenants/vision.yaml", VISION_8, VISION_6)  # room for the newcomer
     trees.write(
         root,
         "tenants/robotics.yaml",
@@ -138,7 +125,7 @@ def test_an_added_tenant_in_a_cohort_moves_the_members_and_needs_its_namespaces(
 
 def test_a_draining_tenant_admits_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = example(tmp_path)
-    replace(root, "tenants/speech.yaml", "cohort: research", "state: draining\ncohort: research")
+    trees.replace(root, "tenants/speech.yaml", "cohort: research", "state: draining\ncohort: research")
     code, out = plan(root, capsys, "--against", "HEAD")
     assert code == 2
     assert (
@@ -172,8 +159,7 @@ def test_hami_memory_in_gib_and_compute_in_percent_in_budgets_and_grants(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = hamitree.build(tmp_path)
-    repo = committed(root)
-    repo.close()
+    trees.committed(root).close()
     assert main(["--root", str(root), "budgets"]) == 0
     text = capsys.readouterr().out
     grants = [line for line in text.splitlines() if line.startswith("    ")]
@@ -195,9 +181,8 @@ def test_the_pr_comment_draws_each_changed_gpu_pool_before_and_after(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = example(tmp_path)
-    replace(root, "tenants/speech.yaml", SPEECH_2, SPEECH_4)
-    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
-    replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 20 ")
+    speech_up_vision_down(root)
+    trees.replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 20 ")
     code, md = plan(root, capsys, "--against", "HEAD", "--format", "markdown")
     assert code == 2
     before, after = mermaid_blocks(md)  # h100 GPUs only: cpu, memory and unchanged pools are not drawn
