@@ -200,3 +200,23 @@ def test_the_pr_comment_draws_each_changed_gpu_pool_before_and_after(
         '    "free" : 4',
     ]
     assert md.index("### Pools: who holds what") < md.index("### Changes")
+
+
+def test_hami_grants_in_the_plan_read_in_gib_and_percent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = hamitree.build(tmp_path)
+    assert main(["--root", str(root), "render"]) == 0
+    trees.committed(root).close()
+    trees.edit(
+        root, "tenants/serving.yaml", lambda d: d["budgets"]["default"][0]["hami"].update(memory="10Gi")
+    )
+    code, out = plan(root, capsys)
+    assert code == 2, out
+    grants = out.split("  what it grants on site (before → after):\n")[1]
+    assert "    serving t4-hami nvidia.com/total-gpumem: nominal 12Gi → 10Gi, " in grants
+    assert "    serving t4-hami nvidia.com/total-gpucores: nominal 50% (0.5 GPUs), " in grants
+    assert not re.search(r"nominal 1\d{4}\b|reaches \d{4,}\b", grants), grants  # no raw MiB
+    code, md = plan(root, capsys, "--format", "markdown")
+    pies = mermaid_blocks(md)
+    assert pies and all("(GiB)" in p.splitlines()[0] for p in pies), pies  # memory drawn in GiB
