@@ -48,6 +48,13 @@ def test_the_report_renders_every_chart_in_chromium(
         and c["data"]["flavor"] == "h100"
     ]
     assert set(gpus["legend"]) >= {"research", "(no cohort)"}  # cohorts tell the colours apart
+    colours = {
+        (label, fill)
+        for c in charts
+        if c["data"]["cluster"] == "prod"
+        for label, fill in zip(c["legend"], c["swatches"], strict=True)
+    }
+    assert len(colours) == 2, colours  # one colour per cohort in every chart of the cluster
 
 
 def test_the_pr_comment_pies_render_with_mermaid_in_chromium(

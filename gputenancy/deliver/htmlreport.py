@@ -47,20 +47,29 @@ def rows(p: Pool) -> list[dict[str, Any]]:
             "tenant": g.tenant,
             "nominal": float(g.nominal.value / div),
             "reach": 0.0 if g.draining else float(g.reach.value / div),
-            "cohort": g.cohort or "(no cohort)",
+            "cohort": g.cohort or NO_COHORT,
         }
         for g in p.grants
     ]
 
 
-def spec(p: Pool) -> dict[str, Any]:
-    """The Vega-Lite specification of one pool's chart: reach bars, nominal bars, a capacity rule."""
+NO_COHORT = "(no cohort)"
+
+
+def cohorts(found: Sequence[Pool]) -> list[str]:
+    """The cohorts of the tenants in these pools: one colour each, the same in every chart."""
+    return sorted({g.cohort or NO_COHORT for p in found for g in p.grants})
+
+
+def spec(p: Pool, palette: Sequence[str] = ()) -> dict[str, Any]:
+    """The Vega-Lite specification of one pool's chart: reach bars, nominal bars, a capacity rule;
+    `palette`: the cohorts in colour order (default: those of this pool)."""
     import altair as alt
 
     div, unit = _scale(p)
     data = alt.InlineData(values=rows(p))
     y = alt.Y("tenant:N", title=None, sort=None)
-    colour = alt.Color("cohort:N", title="cohort")
+    colour = alt.Color("cohort:N", title="cohort", scale=alt.Scale(domain=list(palette or cohorts([p]))))
     reach = (
         alt.Chart(data)
         .mark_bar(opacity=0.35)
@@ -88,10 +97,10 @@ def title(p: Pool) -> str:
     )
 
 
-def svg(p: Pool) -> str:
+def svg(p: Pool, palette: Sequence[str] = ()) -> str:
     import vl_convert
 
-    text: str = vl_convert.vegalite_to_svg(spec(p))
+    text: str = vl_convert.vegalite_to_svg(spec(p, palette))
     return text
 
 
@@ -112,13 +121,14 @@ def page(found: Sequence[Pool], *, source: str) -> str:
         parts.append(f'<section class="cluster" id="cluster-{html.escape(cluster)}">')
         parts.append(f"<h2>{html.escape(cluster)}</h2>")
         parts += _cohorts(here)
+        palette = cohorts(here)
         for p in here:
             parts.append(
                 f'<figure class="pool" data-cluster="{html.escape(p.cluster)}" data-flavor="{html.escape(p.flavor)}" '
                 f'data-resource="{html.escape(p.resource)}" data-tenants="{len(p.grants)}" '
                 f'data-capacity="{"1" if p.capacity is not None else "0"}">'
             )
-            parts.append(svg(p))
+            parts.append(svg(p, palette))
             parts.append(f"<figcaption>{html.escape(title(p))}</figcaption></figure>")
         parts.append("</section>")
     parts.append("</body></html>")
@@ -129,7 +139,7 @@ def _cohorts(here: Sequence[Pool]) -> list[str]:
     members: dict[str, set[str]] = {}
     for p in here:
         for g in p.grants:
-            members.setdefault(g.cohort or "(no cohort)", set()).add(g.tenant)
+            members.setdefault(g.cohort or NO_COHORT, set()).add(g.tenant)
     if not members:
         return []
     body = "".join(

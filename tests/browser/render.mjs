@@ -55,6 +55,9 @@ try {
       rules: f.querySelectorAll("g.mark-rule.role-mark line").length,
       slices: f.querySelectorAll("path.pieCircle").length,
       legend: Array.from(f.querySelectorAll("g.role-legend-label text")).map((t) => t.textContent),
+      swatches: Array.from(f.querySelectorAll("g.role-legend-symbol path")).map(
+        (s) => getComputedStyle(s).fill,
+      ),
       width: Math.round(f.getBoundingClientRect().width),
       height: Math.round(f.getBoundingClientRect().height),
     })),
