@@ -54,7 +54,7 @@ def test_a_capacity_change_alone_is_a_change_with_headroom_before_and_after(
     code, doc = plan(root, capsys, "--format", "json")
     (prod,) = [c for c in json.loads(doc)["clusters"] if c["name"] == "prod"]
     (row,) = [r for r in prod["capacity"] if (r["flavor"], r["resource"]) == ("h100", "nvidia.com/gpu")]
-    assert (row["capacity_before"], row["capacity"]) == ("16", "160")
+    assert (row["capacityBefore"], row["capacity"]) == ("16", "160")
 
 
 def test_grants_before_after_and_the_tenants_affected_through_the_cohort(

@@ -307,8 +307,9 @@ def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
     for row in data["capacity"]:  # "unit" only on HAMi memory ("MiB") and cores ("percent") rows
         if not row["unit"]:
             del row["unit"]
-        if not row.pop("known_before"):
-            del row["capacity_before"]
+        known, had = row.pop("known_before"), row.pop("capacity_before")
+        if known:  # the capacity in the inputs at the base of the change
+            row["capacityBefore"] = had
     if not c.units:
         del data["units"]
     return {
