@@ -125,7 +125,10 @@ def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentP
             "--allow-delete", action="store_true", help="delete queues of tenants that were not drained"
         )
     plan_p.add_argument(
-        "--against", help="DIR of <cluster>/ trees or GIT-REF (default: generated/ of the work tree)"
+        "--against",
+        help="DIR of <cluster>/ trees or GIT-REF (default: generated/ of the work tree, or the last commit "
+        "when generated/ holds uncommitted output); with a GIT-REF, capacity, grants and reach are shown "
+        "before and after and findings on the files changed since it come first",
     )
     plan_p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     plan_p.add_argument("--output", type=Path, default=None, help="write the plan to FILE instead of stdout")
