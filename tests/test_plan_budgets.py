@@ -220,3 +220,28 @@ def test_hami_grants_in_the_plan_read_in_gib_and_percent(
     code, md = plan(root, capsys, "--format", "markdown")
     pies = mermaid_blocks(md)
     assert pies and all("(GiB)" in p.splitlines()[0] for p in pies), pies  # memory drawn in GiB
+
+
+def test_a_pool_over_capacity_has_no_free_slice_and_says_by_how_much() -> None:
+    from gputenancy.deliver import budgetdiff, budgets, poolchart
+    from gputenancy.inputs.quantity import parse
+
+    def pool(capacity: int, **held: int) -> budgets.Pool:
+        grants = tuple(
+            budgets.Grant("prod", t, "h100", "nvidia.com/gpu", parse(n), None, None, None, parse(n))
+            for t, n in held.items()
+        )
+        return budgets.Pool(
+            "prod", "h100", "nvidia.com/gpu", parse(capacity), parse(sum(held.values())), grants
+        )
+
+    before, after = pool(16, a=8, b=8), pool(16, a=8, b=8, c=2)
+    pies = poolchart.pies([budgetdiff.PoolDiff("prod", "h100", "nvidia.com/gpu", before, after)])
+    assert [p.title for p in pies] == [
+        "prod h100 nvidia.com/gpu before: 16 of 16",
+        "prod h100 nvidia.com/gpu after: 18 of 16, over capacity by 2",
+    ]
+    assert [label for label, _ in pies[1].slices] == ["a", "b", "c"]  # no "free"
+    same = budgetdiff.PoolDiff("prod", "h100", "nvidia.com/gpu", before, before)
+    cpu = budgetdiff.PoolDiff("prod", "h100", "cpu", before, after)
+    assert poolchart.pies([same, cpu]) == []  # unchanged pools and cpu are not drawn
