@@ -71,7 +71,10 @@ def test_without_a_base_pools_fold_and_root_causes_lead(
     assert main(["--root", str(root), "plan"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert "namespace-owner" in out[0]
-    assert sum("is fully allocated" in line for line in out) == 7
+    # each full pool once, by the cluster's own finding on its capacity line, the rest folded under it
+    headlines = [line for line in out if "exceeds capacity" in line and not line.startswith(" ")]
+    assert len(headlines) == 7 and all(line.startswith("overlays/prod/cluster.yaml:") for line in headlines)
+    assert sum(line.startswith("    the same pool, also reported at: tenants/nlp.yaml:") for line in out) == 7
 
 
 def test_the_base_under_github_actions_is_the_pull_request_base() -> None:

@@ -4,7 +4,8 @@ When the base of the change is known (`plan --against REF`, or the pull request'
 Actions), the findings on the files the change touches come first: the author's own mistake leads,
 not a platform file they cannot change. A pool over capacity is one headline finding per pool
 ("h100 nvidia.com/gpu on prod is fully allocated: 18 of 16 (...)"), placed on a line the author
-touched when there is one, with the places of the per-tenant findings folded under it, so one
+touched when there is one (without a base: the cluster's own finding at its capacity line), with the
+places of the per-tenant findings folded under it, so one
 mistake takes a few lines, not one per tenant and pool. Every finding is still accounted for: the
 folded ones are listed by place under their headline.
 """
@@ -67,6 +68,10 @@ def arrange(findings: Sequence[Finding], touched: Collection[str] | None) -> lis
 
 def _headline(key: tuple[str, str, str], group: list[Finding], touched: Collection[str]) -> Entry:
     cluster, flavor, resource = key
+    if not touched:  # no base known: the cluster's own finding (at its capacity line) is the headline
+        own = next((f for f in group if _CLUSTER.match(f.message)), None)
+        if own is not None:
+            return Entry(own, tuple(f for f in sorted(group) if f is not own))
     line = next((m for f in group if (m := _CLUSTER.match(f.message))), None)
     first = next((m for f in group if (m := _TENANT.match(f.message))), None)
     if line is None and first is None:
@@ -74,7 +79,7 @@ def _headline(key: tuple[str, str, str], group: list[Finding], touched: Collecti
     total = line["total"] if line else first["total"] if first else ""
     cap = line["cap"] if line else first["cap"] if first else ""
     who = f" ({line['who']})" if line else ""
-    at = sorted(group, key=lambda f: (f.path not in touched, f.path.startswith("overlays/"), f))[0]
+    at = sorted(group, key=lambda f: (f.path not in touched, not f.path.startswith("overlays/"), f))[0]
     message = (
         f"{flavor} {resource} on {cluster} is fully allocated: {total} of {cap}{who}; lower a budget or set "
         "overcommit: true"
