@@ -107,6 +107,11 @@ def _parser() -> argparse.ArgumentParser:
     pc.add_argument("--pr", type=int, help="pull request number (default: from $GITHUB_EVENT_PATH)")
     js = command("job-summary")
     js.add_argument("--body-file", type=Path, required=True, help="Markdown body (e.g. plan.md)")
+    hp = command("report")
+    hp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
+    hp.add_argument(
+        "--output", type=Path, default=Path("report.html"), help="HTML file (default: report.html)"
+    )
     return p
 
 
@@ -120,7 +125,10 @@ def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentP
             "--allow-delete", action="store_true", help="delete queues of tenants that were not drained"
         )
     plan_p.add_argument(
-        "--against", help="DIR of <cluster>/ trees or GIT-REF (default: generated/ of the work tree)"
+        "--against",
+        help="DIR of <cluster>/ trees or GIT-REF (default: generated/ of the work tree, or the last commit "
+        "when generated/ holds uncommitted output); with a GIT-REF, capacity, grants and reach are shown "
+        "before and after and findings on the files changed since it come first",
     )
     plan_p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     plan_p.add_argument("--output", type=Path, default=None, help="write the plan to FILE instead of stdout")
@@ -369,6 +377,10 @@ def _main(args: argparse.Namespace) -> int:
         root = args.root.resolve() if args.root is not None else clihelp.find_root(Path.cwd())
         if args.command == "budgets":
             return commands.cmd_budgets(root, args.cluster, args.format)
+        if args.command == "report":
+            from gputenancy.deliver import htmlreport
+
+            return htmlreport.command(root, args.cluster, args.output, sys.stdout.write, sys.stderr.write)
         if args.command == "schemas":
             from gputenancy.deliver import fetch
             from gputenancy.versions import releases

@@ -106,6 +106,14 @@ COMMANDS: dict[str, Help] = {
         ((0, "appended"), (1, "GITHUB_STEP_SUMMARY not set or not writable")),
         ("python pipeline.py job-summary --body-file plan.md",),
     ),
+    "report": Help(
+        "write one HTML page with a chart per cluster, flavor and quota resource",
+        "From the inputs (no render): per pool the capacity, each tenant's nominal share and the most it "
+        "can reach by borrowing, coloured by cohort. The page is self-contained (inline SVG, no script): "
+        "it opens without network access, e.g. as a workflow artifact.",
+        ((0, "written"), _FINDINGS),
+        ("python pipeline.py report", "python pipeline.py report --cluster prod --output prod.html"),
+    ),
 }
 
 MAIN_EPILOG = (

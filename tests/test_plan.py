@@ -183,10 +183,19 @@ def test_against_a_git_ref(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
     assert main(["--root", str(root), "render"]) == 0
     capsys.readouterr()
-    assert run(root) == 0  # generated/ of the work tree is up to date now
-    assert run(root, "--against", "HEAD") == 2  # but not generated/ at HEAD
+    # generated/ holds the uncommitted output of that render: comparing with it would show nothing,
+    # so the plan compares with the last commit, and says so
+    assert run(root) == 2
     out = capsys.readouterr().out
     assert LOWERED in out and "HEAD:generated" in out
+    assert "compares with the last commit (HEAD): generated/ holds uncommitted output" in out
+    assert run(root, "--against", "HEAD") == 2
+    out = capsys.readouterr().out
+    assert LOWERED in out and "HEAD:generated" in out and "compares with" not in out
+    repo.git.add("-A")
+    repo.git.commit("-q", "-m", "vision gives two back")
+    assert run(root) == 0  # committed: generated/ of the work tree, and it says so
+    assert "(compares with generated/ of the work tree, as committed at HEAD)" in capsys.readouterr().out
     assert run(root, "--against", "no-such-ref") == 1
 
 
@@ -376,7 +385,7 @@ def test_removal_allowed_after_drain(tmp_path: Path, capsys: pytest.CaptureFixtu
     (root / "tenants/speech.yaml").unlink()
     code, data = json_plan(root, capsys)
     assert code == 2 and data["findings"] == []
-    assert all("it was drained" in r["message"] for r in risks(data, "queue-deleted"))
+    assert all("check that the queue is empty" in r["message"] for r in risks(data, "queue-deleted"))
     removed = {
         (o["key"]["kind"], o["key"]["name"])
         for c in data["clusters"]

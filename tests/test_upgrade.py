@@ -57,6 +57,13 @@ def test_plan_lists_the_upgrades_crd_and_manager_changes_and_risks(
     changes = "\n".join(u["changes"])
     assert "CRD workloads.kueue.x-k8s.io v1beta2: validation changed: " in changes
     assert "spec.podSets maxItems: 10 → 18" in changes
+    # a CEL rule rewritten: the words that change, not two texts cut alike at their 60th character
+    assert (
+        "(root) x-kubernetes-validations: rule changed: {+(+}(has(oldSelf.status) && … && c.status == 'True'))"
+        "{+)+} [-&&-]{+?+} {+((+}has(oldSelf.spec.queueName) [-&&-]{+==+} has(self.spec.queueName)"
+    ) in changes
+    assert "ConfigMap: 0 added, 0 removed, 1 changed (changed: kueue-manager-config)" in changes
+    assert "compared: the release manifests" not in changes  # installed from them: nothing to say
     assert 'spec.clusters x-kubernetes-list-type: "set" → "atomic"' in changes  # multikueueconfigs
     assert (
         'Deployment kueue-controller-manager: container manager image: "registry.k8s.io/kueue/kueue:v0.18.1"'
@@ -169,3 +176,17 @@ def test_a_helm_installed_kueue_upgrade_is_compared_too(
     (u,) = data["upgrades"]
     assert (u["old"], u["new"], u["compared"]) == ("v0.18.1", "v0.19.2", True)
     assert any(c.startswith("CRD workloads.kueue.x-k8s.io v1beta2: validation changed") for c in u["changes"])
+    assert u["changes"][0].startswith(
+        "compared: the release manifests (manifests.yaml) of Kueue v0.18.1 and v0.19.2, which hold the CRDs "
+        "and the manager the Helm chart installs"
+    )
+
+
+def test_edits_show_what_changes_in_long_texts() -> None:
+    before = "has(self.a) && self.a.size() <= 8 && self.b.all(x, x in ['one', 'two', 'three', 'four'])"
+    after = "has(self.a) && self.a.size() <= 16 && self.b.all(x, x in ['one', 'two', 'three', 'four'])"
+    assert upgrade.edits(before, after) == (
+        "….a) && self.a.size() <= [-8-]{+16+} && self.b.all(x, x in […'two', 'three', 'four'])"
+    )
+    old, new = upgrade.differing(before, after)
+    assert old != new and "8" in old and "16" in new

@@ -89,3 +89,24 @@ def tenant(name: str, **fields: Any) -> dict[str, Any]:
     }
     body.update(fields)
     return body
+
+
+def replace(root: Path, rel: str, old: str, new: str) -> None:
+    """Edit a file in place, keeping its lines where they are (no re-serialisation)."""
+    path = root / rel
+    text = path.read_text()
+    assert old in text, (rel, old)
+    path.write_text(text.replace(old, new, 1))
+
+
+def committed(root: Path) -> Any:
+    """Make root a git repository whose one commit holds everything in it: the base of a change
+    (`plan --against HEAD`, or `plan` alone). Returns the git.Repo (close it, or use it in `with`)."""
+    import git
+
+    repo = git.Repo.init(root, initial_branch="main")
+    with repo.config_writer() as cfg:
+        cfg.set_value("user", "name", "Test").set_value("user", "email", "test@example.com")
+    repo.git.add("-A")
+    repo.git.commit("-q", "-m", "base")
+    return repo

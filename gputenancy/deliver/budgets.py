@@ -44,6 +44,15 @@ class Grant:
     lending: Quantity | None  # lendingLimit; None: all of nominal may be lent
     cohort: str | None
     reach: Quantity  # nominal + what it can borrow from the rest of its cohort tree
+    unit: str = ""  # "MiB" or "percent" for HAMi memory and compute quotas (shown in GiB and percent)
+    draining: bool = False  # `state: draining`: its ClusterQueue is held (HoldAndDrain) and admits nothing
+
+    def show(self, q: Quantity) -> str:
+        """A quantity of this grant as people read it: HAMi memory in GiB, compute in percent."""
+        return human(q, self.unit)
+
+    def reach_text(self) -> str:
+        return "nothing (draining: stopPolicy HoldAndDrain)" if self.draining else self.show(self.reach)
 
     @property
     def unlimited(self) -> bool:
@@ -55,12 +64,12 @@ class Grant:
             return "none (no cohort)"
         if self.borrowing is None:
             return f"unlimited (cohort {self.cohort})"
-        return self.borrowing.canonical()
+        return self.show(self.borrowing)
 
     def lending_text(self) -> str:
         if self.cohort is None:
             return "-"
-        return self.lending.canonical() if self.lending is not None else f"all ({self.nominal.canonical()})"
+        return self.show(self.lending) if self.lending is not None else f"all ({self.show(self.nominal)})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +143,21 @@ def pools(model: Model, clusters: Iterable[str] | None = None) -> list[Pool]:
                     others = lendable[(_root(model, cohort), *key)] - own
                     borrowable = others if a.borrowing is None else min(a.borrowing, others)
                     reach = a.nominal + max(borrowable, ZERO)
-                grants[key].append(Grant(name, tname, *key, a.nominal, a.borrowing, a.lending, cohort, reach))
+                draining = tenants[tname].state == "draining"
+                grants[key].append(
+                    Grant(
+                        name,
+                        tname,
+                        *key,
+                        a.nominal,
+                        a.borrowing,
+                        a.lending,
+                        cohort,
+                        reach,
+                        units.get(key, ""),
+                        draining,
+                    )
+                )
         for key in sorted(set(capacity) | set(grants)):
             held = tuple(grants.get(key, ()))
             total = sum((g.nominal for g in held), ZERO)
@@ -166,10 +189,11 @@ def _h(q: Quantity | None, unit: str) -> str:
 
 
 def terms(g: Grant) -> str:
-    """`nominal 4, borrowing 2, lending all (4); reaches 6`"""
+    """`nominal 4, borrowing 2, lending all (4); reaches 6` (HAMi memory in GiB, compute in percent;
+    a draining tenant reaches nothing)"""
     return (
-        f"nominal {g.nominal.canonical()}, borrowing {g.borrowing_text()}, lending {g.lending_text()}; "
-        f"reaches {g.reach.canonical()}"
+        f"nominal {g.show(g.nominal)}, borrowing {g.borrowing_text()}, lending {g.lending_text()}; "
+        f"{'admits' if g.draining else 'reaches'} {g.reach_text()}"
     )
 
 
@@ -204,8 +228,8 @@ GRANT_HEADER = (
 
 def grant_row(g: Grant) -> str:
     return (
-        f"| {_md(g.tenant)} | {_md(g.flavor)} | {_md(g.resource)} | {g.nominal.canonical()} | "
-        f"{_md(g.borrowing_text())} | {_md(g.lending_text())} | {g.reach.canonical()} |"
+        f"| {_md(g.tenant)} | {_md(g.flavor)} | {_md(g.resource)} | {_md(g.show(g.nominal))} | "
+        f"{_md(g.borrowing_text())} | {_md(g.lending_text())} | {_md(g.reach_text())} |"
     )
 
 
@@ -216,7 +240,8 @@ def format_markdown(found: Sequence[Pool]) -> str:
         parts += [f"### {cluster}", "", "| flavor | resource | nominal | capacity | headroom |"]
         parts += ["| --- | --- | ---: | ---: | ---: |"]
         parts += [
-            f"| {_md(p.flavor)} | {_md(p.resource)} | {p.nominal.canonical()} | {_q(p.capacity)} | {_q(p.headroom)} |"
+            f"| {_md(p.flavor)} | {_md(p.resource)} | {_h(p.nominal, p.unit)} | {_h(p.capacity, p.unit)} | "
+            f"{_h(p.headroom, p.unit)} |"
             for p in here
         ]
         parts += ["", *GRANT_HEADER, *(grant_row(g) for p in here for g in p.grants), ""]
@@ -235,6 +260,8 @@ def grant_json(g: Grant) -> dict[str, Any]:
         "cohort": g.cohort,
         "unlimitedBorrowing": g.unlimited,
         "reach": g.reach.canonical(),
+        **({"unit": g.unit} if g.unit else {}),
+        **({"draining": True} if g.draining else {}),
     }
 
 

@@ -17,11 +17,12 @@ from typing import Any
 
 from gputenancy import engine
 from gputenancy.build import output
-from gputenancy.deliver import budgets, rename
+from gputenancy.deliver import baseline, budgetdiff, budgets, rename
 from gputenancy.deliver import risks as more_risks
 from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tree, compare, load_objects
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
+from gputenancy.inputs.spec import Model
 from gputenancy.objects import ObjectKey
 from gputenancy.policy import destinations, hami
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
@@ -52,6 +53,24 @@ class CapacityRow:
     after: Quantity | None  # sum of nominal budgets in the model
     capacity: Quantity | None
     unit: str = ""  # "MiB" or "percent" for HAMi memory and cores quotas (shown in GiB and percent)
+    capacity_before: Quantity | None = None  # in the inputs at the base of the change (when known)
+    known_before: bool = False  # the inputs before were read: capacity_before is meaningful
+
+    @property
+    def capacity_changed(self) -> bool:
+        return self.known_before and self.capacity_before != self.capacity
+
+    @property
+    def headroom_before(self) -> Quantity | None:
+        if self.capacity_before is None:
+            return None
+        return self.capacity_before - (self.before if self.before is not None else parse(0))
+
+    @property
+    def headroom(self) -> Quantity | None:
+        if self.capacity is None:
+            return None
+        return self.capacity - (self.after if self.after is not None else parse(0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +83,7 @@ class ClusterPlan:
     destination: str = ""  # where the hub delivers its objects: `name prod`, `server https://…`
     renamed_from: str = ""  # the cluster this one is, under its old name (deliver/rename.py)
     renamed_to: str = ""
+    prerequisites: tuple[str, ...] = ()  # what must exist before Argo CD syncs (an added tenant's namespaces)
 
     def count(self, action: str) -> int:
         return sum(o.action == action for o in self.objects)
@@ -74,7 +94,11 @@ class ClusterPlan:
 
     @property
     def changed(self) -> bool:
-        return bool(self.objects or self.files)
+        return bool(self.objects or self.files or self.capacity_changed)
+
+    @property
+    def capacity_changed(self) -> bool:
+        return any(r.capacity_changed for r in self.capacity)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +110,10 @@ class Plan:
     notes: tuple[str, ...] = ()
     grants: tuple[budgets.Grant, ...] = ()  # the effective budgets of the tenants the plan changes
     upgrades: tuple[Any, ...] = ()  # deliver.upgrade.Upgrade: kueue.version changes (planview adds them)
+    grant_diffs: tuple[budgetdiff.GrantDiff, ...] = ()  # grants before -> after, affected tenants too
+    pools: tuple[budgetdiff.PoolDiff, ...] = ()  # the pools of changed clusters whose holders change
+    known_before: bool = False  # the inputs at the base were read: grant_diffs replace grants
+    basis: str = ""  # without --against: what the plan compares with, and why
 
     @property
     def changed(self) -> bool:
@@ -130,22 +158,45 @@ def _before(cqs: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], Quant
     return total
 
 
+def _capacity(model: Model, cluster: str) -> dict[tuple[str, str], Quantity]:
+    record = model.clusters.get(cluster)
+    if record is None:
+        return {}
+    return {k: v[0] for k, v in capacity_by_flavor(record, effective_catalog(model)).items()}
+
+
 def capacity_rows(
-    result: engine.Result, cluster: str, synced: Mapping[str, Mapping[str, Any]]
+    result: engine.Result,
+    cluster: str,
+    synced: Mapping[str, Mapping[str, Any]],
+    before_model: Model | None = None,
 ) -> list[CapacityRow]:
-    """Per flavor and resource: synced nominal quota (before), model budgets (after), capacity."""
+    """Per flavor and resource: synced nominal quota (before), model budgets (after), capacity (and
+    the capacity in the inputs at the base of the change, when they were read)."""
     before, after, have = _before(synced), {}, {}
     record = result.model.clusters.get(cluster)
     units = units_on(result, cluster)
     if record is not None and cluster in result.clusters:
-        catalog = effective_catalog(result.model)
-        after = usage_by_flavor(result.model, record, catalog)
-        have = {k: v[0] for k, v in capacity_by_flavor(record, catalog).items()}
+        after = usage_by_flavor(result.model, record, effective_catalog(result.model))
+        have = _capacity(result.model, cluster)
+    had = _capacity(before_model, cluster) if before_model is not None else {}
     rows = [
-        CapacityRow(*k, before.get(k), after.get(k), have.get(k), units.get(k[1], ""))
-        for k in sorted(before.keys() | after.keys() | have.keys())
+        CapacityRow(
+            *k,
+            before.get(k),
+            after.get(k),
+            have.get(k),
+            units.get(k[1], ""),
+            had.get(k),
+            before_model is not None,
+        )
+        for k in sorted(before.keys() | after.keys() | have.keys() | had.keys())
     ]
-    return [r for r in rows if any(q is not None and q.value for q in (r.before, r.after, r.capacity))]
+    return [
+        r
+        for r in rows
+        if any(q is not None and q.value for q in (r.before, r.after, r.capacity, r.capacity_before))
+    ]
 
 
 def units_on(result: engine.Result, cluster: str) -> dict[str, str]:
@@ -159,7 +210,11 @@ def _stop_policy(body: Mapping[str, Any] | None) -> str:
     return str(((body or {}).get("spec") or {}).get("stopPolicy", "None"))
 
 
-_DRAINED = "it was drained (synced stopPolicy: HoldAndDrain)"
+_DRAINED = (
+    "it is held and drained (synced stopPolicy: HoldAndDrain); nothing here can see the cluster, so "
+    "check that the queue is empty (`kubectl get workloads -A`: no pending or admitted workload of it) "
+    "before merging"
+)
 _DRAIN_FIRST = "drain it first (stopPolicy: HoldAndDrain, from `state: draining` in the tenant file)"
 _RETARGET = (
     "spec.clusterQueue {old} → {new} is immutable: the LocalQueue is replaced (deleted and recreated; "
@@ -254,8 +309,10 @@ def build(
     label: str,
     cluster: str | None = None,
     allow_delete: bool = False,
+    before: Model | None = None,
 ) -> Plan:
-    """The plan from an engine result that did not fail and the synced trees ({cluster: tree})."""
+    """The plan from an engine result that did not fail and the synced trees ({cluster: tree});
+    `before`: the model of the inputs at the base of the change (capacity, grants and reach before)."""
     names = sorted(set(result.clusters) | {n for n in against if cluster in (None, n)})
     clusters: list[ClusterPlan] = []
     risks: list[Risk] = []
@@ -285,11 +342,12 @@ def build(
                 name,
                 tuple(objects),
                 tuple(files),
-                tuple(capacity_rows(result, name, cqs)) if name not in gone else (),
+                tuple(capacity_rows(result, name, cqs, before)) if name not in gone else (),
                 units_on(result, name),
                 destinations.shown(dest) if dest else "",
                 moved.get(name, ""),
                 gone.get(name, ""),
+                prerequisites(result.model, name, objects),
             )
         )
         if name in gone:  # renamed: its objects stay on the cluster under the new name's Applications
@@ -307,8 +365,38 @@ def build(
         if f.rule == "capacity":
             m = re.search(r"cluster '([^']+)'", f.message)
             risks.append(Risk(m.group(1) if m else "", "capacity-overcommitted", "", f.message))
-    grants = budgets.grants_for(result.model, {c.name: c.tenants for c in clusters})
-    return Plan(label, tuple(clusters), tuple(risks), tuple(sorted(findings)), tuple(result.notes), grants)
+    touched = {c.name: c.tenants for c in clusters}
+    grants = budgets.grants_for(result.model, touched)
+    changed = [c.name for c in clusters if c.changed]
+    return Plan(
+        label,
+        tuple(clusters),
+        tuple(risks),
+        tuple(sorted(findings)),
+        tuple(result.notes),
+        grants,
+        grant_diffs=budgetdiff.grants(before, result.model, touched, changed) if before is not None else (),
+        pools=budgetdiff.pools(before, result.model, changed),
+        known_before=before is not None,
+    )
+
+
+def prerequisites(model: Model, cluster: str, objects: Sequence[ObjectChange]) -> tuple[str, ...]:
+    """An added tenant's namespaces: Argo CD syncs with CreateNamespace=false, so they must exist."""
+    added = sorted(
+        {o.tenant for o in objects if o.action == "added" and o.key.kind == "ClusterQueue" and o.tenant}
+    )
+    tenants = {t.name: t for t in model.tenants}
+    out = []
+    for name in added:
+        spaces = [n for n, _ in tenants[name].namespaces] if name in tenants else []
+        if spaces:
+            out.append(
+                f"tenant {name!r} is new on {cluster}: create its namespace(s) {', '.join(spaces)} there "
+                "before Argo CD syncs (its Applications sync with CreateNamespace=false, so the "
+                "LocalQueues and claim templates in them fail to apply until they exist)"
+            )
+    return tuple(out)
 
 
 def read_against(root: Path, against: str | None) -> tuple[dict[str, dict[str, bytes]], str]:
@@ -358,5 +446,13 @@ def make(
     result = engine.run(root, cluster=cluster, schemas=schemas)
     if result.failed:
         return result, None
+    inputs_ref, note = against, ""
+    if against is None:
+        local = baseline.local_base(root)
+        against, inputs_ref, note = local.against, local.inputs_ref, local.note
+    elif Path(against).is_dir():
+        inputs_ref = None
     trees, label = read_against(root, against)
-    return result, build(result, trees, label=label, cluster=cluster, allow_delete=allow_delete)
+    before = baseline.model_at(root, inputs_ref) if inputs_ref is not None else None
+    made = build(result, trees, label=label, cluster=cluster, allow_delete=allow_delete, before=before)
+    return result, dataclasses.replace(made, basis=note) if note else made

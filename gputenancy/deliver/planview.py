@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gputenancy import report, safetext
-from gputenancy.deliver import budgets, mdsafe
+from gputenancy.deliver import authorview, budgetdiff, budgets, mdsafe, poolchart
 from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (
     ACTIONS,
@@ -77,11 +78,46 @@ def _budget(row: CapacityRow) -> str:
     return f"{_q(row.before, row.unit)} → {_q(row.after, row.unit)}"
 
 
+def _arrow(old: str, new: str) -> str:
+    return new if old == new else f"{old} → {new}"
+
+
+def _capacity(row: CapacityRow) -> str:
+    """`16`, or `24 → 240` when the change sets another capacity."""
+    if not row.capacity_changed:
+        return _q(row.capacity, row.unit)
+    return f"{_q(row.capacity_before, row.unit)} → {_q(row.capacity, row.unit)}"
+
+
+def _headroom(row: CapacityRow) -> str:
+    """`8 → 224`: free capacity before and after (before from the inputs at the base of the change)."""
+    after = _q(row.headroom, row.unit)
+    return _arrow(_q(row.headroom_before, row.unit), after) if row.known_before else after
+
+
+def _grant_lines(plan: Plan, cluster: str) -> list[str]:
+    if not plan.known_before:
+        granted = [g for g in plan.grants if g.cluster == cluster]
+        return [f"  what it grants on {cluster} (effective budgets):"] * bool(granted) + [
+            f"    {budgets.grant_line(g)}" for g in granted
+        ]
+    here = [d for d in plan.grant_diffs if d.cluster == cluster]
+    own = [budgetdiff.grant_line(d) for d in here if not d.affected]
+    affected = [budgetdiff.grant_line(d) for d in here if d.affected]
+    lines = [f"  what it grants on {cluster} (before → after):"] * bool(own) + [f"    {x}" for x in own]
+    lines += [
+        f"  affected on {cluster} (tenants the change does not touch; reach through the cohort):"
+    ] * bool(affected)
+    return lines + [f"    {x}" for x in affected]
+
+
 def summary(plan: Plan) -> str:
     if not plan.changed:
         return "no changes"
     counts = ", ".join(f"{sum(c.count(a) for c in plan.clusters)} {a}" for a in ACTIONS)
-    return f"{counts} on {', '.join(c.name for c in plan.clusters if c.changed)}; {len(plan.risks)} risk(s)"
+    moved = [c.name for c in plan.clusters if c.capacity_changed]
+    capacity = f"; capacity changed on {', '.join(moved)}" if moved else ""
+    return f"{counts} on {', '.join(c.name for c in plan.clusters if c.changed)}{capacity}; {len(plan.risks)} risk(s)"
 
 
 def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None) -> str:
@@ -93,11 +129,12 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         painted.add(shown)
         return shown
 
-    lines = [f"plan against {plan.against}"]
+    lines = [f"plan against {plan.against}"] + ([f"  (compares with {plan.basis})"] if plan.basis else [])
     for c in plan.clusters:
         counts = ", ".join(f"{c.count(a)} {a}" for a in ACTIONS) + (
             f", {len(c.files)} files moved" if c.files else ""
         )
+        counts += ", capacity changed" if c.capacity_changed else ""
         tenants = f" (tenants: {', '.join(c.tenants)})" if c.tenants else ""
         lines.append(f"{c.name}: {counts}{tenants}" if c.changed else f"{c.name}: no changes")
         lines += [f"  destination: {c.destination}"] if c.changed and c.destination else []
@@ -115,11 +152,11 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         lines += [paint(f[0], f"  {f[0]} {c.name} file {f[2:]}") for f in c.files]
         lines += [f"  nominal budget vs capacity on {c.name}:"] if c.changed and c.capacity else []
         for r in c.capacity if c.changed else ():
-            row = f"{r.flavor} {r.resource}: {_budget(r)} of {_q(r.capacity, r.unit)}"
+            row = f"{r.flavor} {r.resource}: {_budget(r)} of {_capacity(r)}"
+            row += f", headroom {_headroom(r)}" if r.known_before else ""
             lines.append(f"    {row}  {_bar(r.after, r.capacity)}".rstrip())
-        granted = [g for g in plan.grants if g.cluster == c.name]
-        lines += [f"  what it grants on {c.name} (effective budgets):"] if granted else []
-        lines += [f"    {budgets.grant_line(g)}" for g in granted]
+        lines += _grant_lines(plan, c.name)
+        lines += [f"  before Argo CD syncs {c.name}: {p}" for p in c.prerequisites]
     lines += _upgrade_lines(plan)
     lines += (
         ["risks:", *(paint("!", f"  ! {r.cluster or '*'} {r.risk}: {r.message}") for r in plan.risks)]
@@ -155,6 +192,34 @@ def _details(o: ObjectChange) -> str:
     return f"<details><summary>changed {head}: {len(o.changes)} field(s)</summary>\n\n{table}\n\n</details>\n"
 
 
+def _grant_markdown(plan: Plan) -> list[str]:
+    """Grants before → after (changed cells in bold), then the affected tenants, per cluster."""
+    out: list[str] = []
+    for name in dict.fromkeys(d.cluster for d in plan.grant_diffs):
+        here = [d for d in plan.grant_diffs if d.cluster == name]
+        for title, rows in (
+            (f"### What it grants on {_md(name)} (before → after)", [d for d in here if not d.affected]),
+            (
+                f"### Affected on {_md(name)}: reach changes through the cohort",
+                [d for d in here if d.affected],
+            ),
+        ):
+            if rows:
+                out += [
+                    "",
+                    title,
+                    "",
+                    *budgetdiff.GRANT_HEADER,
+                    *map(budgetdiff.grant_row, rows[:MAX_GRANT_ROWS]),
+                ]
+                if len(rows) > MAX_GRANT_ROWS:
+                    out += [
+                        "",
+                        f"… and {len(rows) - MAX_GRANT_ROWS} more rows: run `python pipeline.py plan`",
+                    ]
+    return out
+
+
 _CUT = (
     "> **Note:** the details of {} of {} changed objects and files were cut to keep this comment under "
     "GitHub's 65,536-character limit; run `python pipeline.py plan --format text` for all of them.\n\n"
@@ -177,6 +242,7 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
     """The PR comment: summary, risks, capacity and findings first (never cut); per-object details
     after, cut with a note when the comment would exceed `limit` characters."""
     head = ["## gputenancy plan", "", f"Against {_code(plan.against)}: **{_md(summary(plan))}**", ""]
+    head += [f"Compares with {_md(plan.basis)}.", ""] if plan.basis else []
     head += ["| cluster | changed | added | removed | tenants |", "| --- | ---: | ---: | ---: | --- |"]
     head += [
         f"| {_md(c.name)} | {' | '.join(str(c.count(a)) for a in ACTIONS)} | {_md(', '.join(c.tenants)) or '-'} |"
@@ -202,15 +268,21 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
             "",
             f"### Capacity on {_md(c.name)}",
             "",
-            "| flavor | resource | nominal budget | capacity | use |",
+            "| flavor | resource | nominal budget | capacity | headroom | use |",
         ]
-        head += ["| --- | --- | ---: | ---: | --- |"]
+        head += ["| --- | --- | ---: | ---: | ---: | --- |"]
         for r in c.capacity:
             bar = _code(_bar(r.after, r.capacity)) if r.capacity else ""
+            cap = _md(_capacity(r))
             head.append(
-                f"| {_md(r.flavor)} | {_md(r.resource)} | {_md(_budget(r))} | {_md(_q(r.capacity, r.unit))} | {bar} |"
+                f"| {_md(r.flavor)} | {_md(r.resource)} | {_md(_budget(r))} | "
+                f"{f'**{cap}**' if r.capacity_changed else cap} | {_md(_headroom(r))} | {bar} |"
             )
-    for name in dict.fromkeys(g.cluster for g in plan.grants):
+    for c in (c for c in plan.clusters if c.prerequisites):
+        head += ["", f"### Before Argo CD syncs {_md(c.name)}", "", *(f"- {_md(p)}" for p in c.prerequisites)]
+    head += poolchart.markdown(plan.pools) if plan.known_before else []
+    head += _grant_markdown(plan)
+    for name in dict.fromkeys(g.cluster for g in plan.grants if not plan.known_before):
         granted = [g for g in plan.grants if g.cluster == name]
         head += ["", f"### What it grants on {_md(name)}", "", *budgets.GRANT_HEADER]
         head += [budgets.grant_row(g) for g in granted[:MAX_GRANT_ROWS]]
@@ -255,6 +327,9 @@ def _cluster_json(c: ClusterPlan) -> dict[str, Any]:
     for row in data["capacity"]:  # "unit" only on HAMi memory ("MiB") and cores ("percent") rows
         if not row["unit"]:
             del row["unit"]
+        known, had = row.pop("known_before"), row.pop("capacity_before")
+        if known:  # the capacity in the inputs at the base of the change
+            row["capacityBefore"] = had
     if not c.units:
         del data["units"]
     return {
@@ -274,10 +349,16 @@ def to_json(plan: Plan) -> dict[str, Any]:
         "against": plan.against,
         "changed": plan.changed,
         "summary": summary(plan),
+        **({"basis": plan.basis} if plan.basis else {}),
         "clusters": [
             {
                 **_cluster_json(c),
                 "grants": [budgets.grant_json(g) for g in plan.grants if g.cluster == c.name],
+                **(
+                    {"grantChanges": [budgetdiff.to_json(d) for d in plan.grant_diffs if d.cluster == c.name]}
+                    if plan.known_before
+                    else {}
+                ),
             }
             for c in plan.clusters
         ],
@@ -341,9 +422,16 @@ def command(
         plan = with_upgrades(plan, result.model, schemas)
     if plan is None:
         found = list(result.findings)
-        text = report.format_findings(found, "json" if fmt == "json" else findings_format, result.notes)
+        touched = authorview.touched_files(root, authorview.change_base(against, os.environ))
+        text = (
+            authorview.listing(found, touched, result.notes)
+            if fmt != "json" and findings_format == "text"
+            else report.format_findings(authorview.headlines(found, touched), findings_format, result.notes)
+            if fmt != "json"
+            else report.format_findings(found, "json", result.notes)
+        )
         if output_file is not None:
-            listed = report.format_findings(found, "text")
+            listed = authorview.listing(found, touched)
             failed = f"## gputenancy plan\n\n**validation failed**\n\n{mdsafe.fence(listed.splitlines())}\n"
             output_file.write_text(failed if fmt == "markdown" else text, encoding="utf-8")
         emit(text)

@@ -10,7 +10,9 @@ gates whose default changes or that are removed. Each thing an upgrade needs is 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -106,9 +108,63 @@ def _constraints(schema: Any, prefix: str = "") -> dict[str, dict[str, Any]]:
     return out
 
 
+SHORT = 60  # characters of a value shown whole
+CONTEXT = 24  # characters kept on each side of the part that differs
+
+
 def _short(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:59] + "…"
+    return text if len(text) <= SHORT else text[: SHORT - 1] + "…"
+
+
+def differing(before: str, after: str) -> tuple[str, str]:
+    """The two texts cut around the part where they differ (with some context either side), so
+    that long values that differ late (CEL rules, messages) never look identical once cut."""
+    if len(before) <= SHORT and len(after) <= SHORT:
+        return before, after
+    start = 0
+    while start < min(len(before), len(after)) and before[start] == after[start]:
+        start += 1
+    end = 0
+    while end < min(len(before), len(after)) - start and before[-1 - end] == after[-1 - end]:
+        end += 1
+    lo = max(start - CONTEXT, 0)
+
+    def cut(text: str) -> str:
+        hi = min(len(text) - end + CONTEXT, len(text))
+        return ("…" if lo else "") + text[lo:hi] + ("…" if hi < len(text) else "")
+
+    return cut(before), cut(after)
+
+
+_TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
+MAX_EDIT = 400
+
+
+def edits(before: str, after: str) -> str:
+    """What changes from one text to the other, word by word: `[-removed-]{+added+}` with a few
+    words of context around each edit, the unchanged stretches between them elided."""
+    a, b = _TOKENS.findall(before), _TOKENS.findall(after)
+    parts = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            same = "".join(a[i1:i2])
+            parts.append(same if len(same) <= 2 * CONTEXT else f"{same[:CONTEXT]}…{same[-CONTEXT:]}")
+            continue
+        parts.append(("[-" + "".join(a[i1:i2]) + "-]") if i2 > i1 else "")
+        parts.append(("{+" + "".join(b[j1:j2]) + "+}") if j2 > j1 else "")
+    text = "".join(parts)
+    if parts and not text.startswith(("[-", "{+")):
+        first = parts[0]
+        text = ("…" + first[-CONTEXT:] if len(first) > CONTEXT else first) + "".join(parts[1:])
+    return text if len(text) <= MAX_EDIT else text[: MAX_EDIT - 1] + "…"
+
+
+def _rules(value: Any) -> dict[str, Any] | None:
+    """x-kubernetes-validations by rule text; None when it is not a list of rules."""
+    if not isinstance(value, list) or not all(isinstance(r, Mapping) and "rule" in r for r in value):
+        return None
+    return {str(r["rule"]): r for r in value}
 
 
 def _validation_changes(old: Any, new: Any) -> list[str]:
@@ -116,10 +172,39 @@ def _validation_changes(old: Any, new: Any) -> list[str]:
     out = []
     for path in sorted(a.keys() & b.keys()):
         for key in sorted(a[path].keys() | b[path].keys()):
-            if a[path].get(key) != b[path].get(key):
-                before = _short(a[path][key]) if key in a[path] else "(none)"
-                after = _short(b[path][key]) if key in b[path] else "(none)"
-                out.append(f"{path} {key}: {before} → {after}")
+            if a[path].get(key) == b[path].get(key):
+                continue
+            ra, rb = _rules(a[path].get(key, [])), _rules(b[path].get(key, []))
+            if ra is not None and rb is not None:
+                out += _rule_changes(f"{path} {key}", ra, rb)
+                continue
+            before = (
+                json.dumps(a[path][key], sort_keys=True, ensure_ascii=False) if key in a[path] else "(none)"
+            )
+            after = (
+                json.dumps(b[path][key], sort_keys=True, ensure_ascii=False) if key in b[path] else "(none)"
+            )
+            shown = differing(before, after)
+            out.append(f"{path} {key}: {shown[0]} → {shown[1]}")
+    return out
+
+
+def _rule_changes(where: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """CEL rules removed, added and changed (a rule whose text is replaced by one like it: the
+    differing part of both texts), instead of the whole list cut to its first characters."""
+    gone = [r for r in old if r not in new]
+    came = [r for r in new if r not in old]
+    out = []
+    for rule in sorted(old.keys() & new.keys()):
+        if old[rule] != new[rule]:
+            before, after = differing(
+                json.dumps(old[rule], sort_keys=True), json.dumps(new[rule], sort_keys=True)
+            )
+            out.append(f"{where}: rule {_short(rule)} changed: {before} → {after}")
+    for before_rule, after_rule in zip(gone, came, strict=False):
+        out.append(f"{where}: rule changed: {edits(before_rule, after_rule)}")
+    out += [f"{where}: rule removed: {_short(r)}" for r in gone[len(came) :]]
+    out += [f"{where}: rule added: {_short(r)}" for r in came[len(gone) :]]
     return out
 
 
@@ -273,17 +358,23 @@ def compare_releases(
     for key in sorted(a.keys() & b.keys()):
         if key[0] == "Deployment":
             lines += _manager(key[1], a[key], b[key])
-    kinds: dict[str, list[int]] = {}
-    for key in a.keys() | b.keys():
+    kinds: dict[str, tuple[list[str], list[str], list[str]]] = {}
+    for key in sorted(a.keys() | b.keys()):
         if key[0] in ("CustomResourceDefinition", "Deployment"):
             continue
-        counts = kinds.setdefault(key[0], [0, 0, 0])
-        counts[0 if key not in a else 1 if key not in b else 2] += (
-            key not in a or key not in b or a[key] != b[key]
-        )
+        names = kinds.setdefault(key[0], ([], [], []))
+        if key not in a or key not in b or a[key] != b[key]:
+            names[0 if key not in a else 1 if key not in b else 2].append(key[1])
     for kind, (added, removed, changed) in sorted(kinds.items()):
         if added or removed or changed:
-            lines.append(f"{kind}: {added} added, {removed} removed, {changed} changed")
+            named = "; ".join(
+                f"{w}: {_listed(n)}"
+                for w, n in (("added", added), ("removed", removed), ("changed", changed))
+                if n
+            )
+            lines.append(
+                f"{kind}: {len(added)} added, {len(removed)} removed, {len(changed)} changed ({named})"
+            )
     return lines, risks
 
 
@@ -352,6 +443,14 @@ def analyse(
             upgrades.append(Upgrade(cluster, old, new, (), False))
             continue
         lines, crd_risks = compare_releases(files[0], files[1], cluster, parsed)
+        record = model.clusters.get(cluster)
+        if record is not None and record.install == "helm":
+            lines.insert(
+                0,
+                f"compared: the release manifests (manifests.yaml) of Kueue {old} and {new}, which hold "
+                "the CRDs and the manager the Helm chart installs; the chart's own templates and values "
+                "are not compared",
+            )
         risks += crd_risks
         upgrades.append(Upgrade(cluster, old, new, tuple(lines), True))
     return upgrades, risks, notes

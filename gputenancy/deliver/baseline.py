@@ -1,0 +1,90 @@
+"""What the change starts from: the inputs (base/, overlays/, tenants/) at the base of the change.
+
+The rendered trees say what Argo CD syncs, but not what the inputs said: a cluster's capacity is in no
+rendered object, and a tenant the change does not touch may still reach more or less through its
+cohort. `model_at` reads the model at a git ref, so the plan can show capacity, grants and reach
+before and after. `local_base` decides what `plan` without `--against` compares with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from pathlib import Path
+
+import git
+
+from gputenancy.build import output
+from gputenancy.deliver import gitrepo
+from gputenancy.findings import PipelineError
+from gputenancy.inputs.spec import Model, load_model
+
+INPUTS = ("base", "overlays", "tenants")
+_SYMLINK = 0o120000
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalBase:
+    """What `plan` without --against compares with: `against` (None: generated/ of the work tree, else
+    a git ref), the ref whose inputs are the model before (None: no git repository), and why."""
+
+    against: str | None
+    inputs_ref: str | None
+    note: str
+
+
+def local_base(root: Path) -> LocalBase:
+    """generated/ of the work tree when it is committed (the inputs before are the last commit's);
+    the last commit when generated/ holds uncommitted output, as a local `render` leaves it (comparing
+    with what was just rendered would show no change)."""
+    try:
+        repo = gitrepo.open_repo(root)
+    except PipelineError:
+        return LocalBase(None, None, "generated/ of the work tree (not a git repository: no inputs before)")
+    with repo:
+        if gitrepo.resolve(repo, "HEAD") is None:
+            return LocalBase(None, None, "generated/ of the work tree (no commit yet: no inputs before)")
+        dirty = gitrepo.dirty(repo, [root / output.GENERATED])
+    if dirty:
+        return LocalBase(
+            "HEAD",
+            "HEAD",
+            f"the last commit (HEAD): generated/ holds uncommitted output ({len(dirty)} file(s)), "
+            "so comparing with it would not show this change; pass --against to choose",
+        )
+    return LocalBase(None, "HEAD", "generated/ of the work tree, as committed at HEAD")
+
+
+def model_at(root: Path, ref: str) -> Model | None:
+    """The model of the inputs at `ref` (None when root is not in a git repository, the ref does not
+    exist or its inputs cannot be read at all). Findings in them do not matter here."""
+    try:
+        repo = gitrepo.open_repo(root)
+    except PipelineError:
+        return None
+    with repo, tempfile.TemporaryDirectory(prefix="gputenancy-base-") as tmp:
+        commit = gitrepo.resolve(repo, ref)
+        if commit is None:
+            return None
+        for sub in INPUTS:
+            _export(commit, gitrepo.relative(repo, root, sub), Path(tmp) / sub)
+        try:
+            return load_model(Path(tmp))[0]
+        except PipelineError:
+            return None
+
+
+def _export(commit: git.Commit, directory: str, target: Path) -> None:
+    try:
+        tree = commit.tree / directory
+    except KeyError:
+        return
+    if not isinstance(tree, git.Tree):
+        return
+    strip = len(str(tree.path)) + 1
+    for item in tree.traverse():
+        if not isinstance(item, git.Blob) or item.mode == _SYMLINK:
+            continue
+        path = target / str(item.path)[strip:]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(item.data_stream.read())

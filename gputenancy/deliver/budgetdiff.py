@@ -1,0 +1,191 @@
+"""What a change does to budgets, for everyone it touches: the pools (capacity, the sum of nominal
+budgets, headroom) and the grants (nominal, borrowing, lending, reach) before and after.
+
+Before is the model of the inputs at the base of the change (deliver/baseline.py), after the model
+being planned. A tenant the change touches shows every grant row, old and new values side by side
+with the changed cells marked; a tenant it does not touch shows only the rows whose reach changes
+through its cohort (another member borrows, lends, joins or leaves), as "affected".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+
+from gputenancy.deliver import budgets, mdsafe
+from gputenancy.deliver.budgets import Grant, Pool
+from gputenancy.inputs.hami import human
+from gputenancy.inputs.spec import Model
+
+CELLS = ("nominal", "borrowing", "lending", "reach")
+_MARK = "**"  # a changed cell in markdown
+
+
+@dataclasses.dataclass(frozen=True)
+class GrantDiff:
+    cluster: str
+    tenant: str
+    flavor: str
+    resource: str
+    before: Grant | None  # None: the tenant had no budget for this resource there
+    after: Grant | None  # None: the budget is gone (the tenant left the cluster, or was removed)
+    affected: bool  # the change does not touch this tenant; its reach changes through its cohort
+
+    def cell(self, name: str) -> tuple[str, str]:
+        return _text(self.before, name), _text(self.after, name)
+
+    @property
+    def changed(self) -> tuple[str, ...]:
+        return tuple(n for n in CELLS if self.cell(n)[0] != self.cell(n)[1])
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolDiff:
+    """One pool (cluster, flavor, quota resource) before and after; either side None when absent."""
+
+    cluster: str
+    flavor: str
+    resource: str
+    before: Pool | None
+    after: Pool | None
+
+    @property
+    def unit(self) -> str:
+        return (self.after or self.before or _EMPTY).unit
+
+    @property
+    def changed(self) -> bool:
+        return _holders(self.before) != _holders(self.after) or _cap(self.before) != _cap(self.after)
+
+
+_EMPTY = Pool("", "", "", None, budgets.ZERO, ())
+
+
+def _cap(p: Pool | None) -> str | None:
+    return p.capacity.canonical() if p is not None and p.capacity is not None else None
+
+
+def _holders(p: Pool | None) -> tuple[tuple[str, str], ...]:
+    return tuple((g.tenant, g.nominal.canonical()) for g in p.grants) if p is not None else ()
+
+
+def _text(g: Grant | None, name: str) -> str:
+    if g is None:
+        return "-"
+    if name == "nominal":
+        return g.show(g.nominal)
+    if name == "borrowing":
+        return g.borrowing_text()
+    if name == "lending":
+        return g.lending_text()
+    return g.reach_text()
+
+
+def _by_key(found: Iterable[Pool]) -> dict[tuple[str, str, str], Pool]:
+    return {(p.cluster, p.flavor, p.resource): p for p in found}
+
+
+def pools(before: Model | None, after: Model, clusters: Sequence[str]) -> tuple[PoolDiff, ...]:
+    """The pools of `clusters` whose capacity or holders change (all of them when before is None:
+    nothing to compare with, so nothing is known to be unchanged)."""
+    new = _by_key(budgets.pools(after, [c for c in clusters if c in after.clusters]))
+    old = _by_key(budgets.pools(before, [c for c in clusters if c in before.clusters])) if before else {}
+    diffs = [PoolDiff(*k, old.get(k), new.get(k)) for k in sorted(old.keys() | new.keys())]
+    return tuple(d for d in diffs if before is None or d.changed)
+
+
+def grants(
+    before: Model | None, after: Model, touched: Mapping[str, Sequence[str]], clusters: Sequence[str]
+) -> tuple[GrantDiff, ...]:
+    """Every grant row of the touched tenants ({cluster: tenants}), and the rows of other tenants on
+    those clusters whose grant changes (reach, through the cohort)."""
+    new = _rows(after, clusters)
+    old = _rows(before, clusters) if before is not None else {}
+    out = []
+    for key in sorted(old.keys() | new.keys()):
+        cluster, tenant = key[0], key[1]
+        diff = GrantDiff(*key, old.get(key), new.get(key), tenant not in touched.get(cluster, ()))
+        if not diff.affected or (before is not None and diff.changed):
+            out.append(diff)
+    return tuple(out)
+
+
+def _rows(model: Model, clusters: Sequence[str]) -> dict[tuple[str, str, str, str], Grant]:
+    found = budgets.pools(model, [c for c in clusters if c in model.clusters])
+    return {(g.cluster, g.tenant, g.flavor, g.resource): g for p in found for g in p.grants}
+
+
+# ------------------------------------------------------------------------------------------ views
+
+
+def _arrow(old: str, new: str) -> str:
+    return new if old == new else f"{old} → {new}"
+
+
+def grant_line(d: GrantDiff) -> str:
+    """`nlp h100 nvidia.com/gpu: nominal 6, borrowing 8, lending 2; reaches 12 → 14 (changed: reach)`"""
+    cells = {n: _arrow(*d.cell(n)) for n in CELLS}
+    verb = "admits" if d.after is not None and d.after.draining else "reaches"
+    state = " (added)" if d.before is None else " (removed)" if d.after is None else ""
+    marked = f" (changed: {', '.join(d.changed)})" if d.changed and not state else ""
+    return (
+        f"{d.tenant} {d.flavor} {d.resource}{state}: nominal {cells['nominal']}, borrowing "
+        f"{cells['borrowing']}, lending {cells['lending']}; {verb} {cells['reach']}{marked}"
+    )
+
+
+GRANT_HEADER = (
+    "| tenant | flavor | resource | nominal | borrowing limit | lending limit | most it can reach |",
+    "| --- | --- | --- | ---: | --- | --- | ---: |",
+)
+
+
+def grant_row(d: GrantDiff) -> str:
+    """A markdown row: changed cells as `old → new`, in bold."""
+
+    def cell(name: str) -> str:
+        old, new = d.cell(name)
+        shown = mdsafe.text(_arrow(old, new))
+        return (
+            f"{_MARK}{shown}{_MARK}" if old != new and d.before is not None and d.after is not None else shown
+        )
+
+    state = " (added)" if d.before is None else " (removed)" if d.after is None else ""
+    return (
+        f"| {mdsafe.text(d.tenant)}{state} | {mdsafe.text(d.flavor)} | {mdsafe.text(d.resource)} | "
+        + " | ".join(cell(n) for n in CELLS)
+        + " |"
+    )
+
+
+def pool_line(d: PoolDiff) -> str:
+    """`h100 nvidia.com/gpu: capacity 24 → 240, nominal 16, headroom 8 → 224`"""
+
+    def show(p: Pool | None, what: str) -> str:
+        q = (
+            None
+            if p is None
+            else p.capacity
+            if what == "capacity"
+            else p.nominal
+            if what == "nominal"
+            else p.headroom
+        )
+        return human(q, d.unit) if q is not None else "-"
+
+    parts = [
+        f"{w} {_arrow(show(d.before, w), show(d.after, w))}" for w in ("capacity", "nominal", "headroom")
+    ]
+    return f"{d.flavor} {d.resource}: {', '.join(parts)}"
+
+
+def to_json(d: GrantDiff) -> dict[str, object]:
+    return {
+        "tenant": d.tenant,
+        "flavor": d.flavor,
+        "resource": d.resource,
+        "affected": d.affected,
+        "before": budgets.grant_json(d.before) if d.before is not None else None,
+        "after": budgets.grant_json(d.after) if d.after is not None else None,
+        "changed": list(d.changed),
+    }

@@ -1,0 +1,247 @@
+"""What a change does to budgets, for everyone it touches: capacity before and after, grants before ->
+after with the changed cells, tenants affected through their cohort, drained queues, an added tenant's
+namespaces, HAMi units, and the Mermaid pies of the PR comment. The base of the change is a real git
+commit of a repository built under tmp_path."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import hamitree
+import pytest
+import trees
+
+from gputenancy.cli import main
+
+SPEECH_2 = "gpu.nvidia.com: {nominal: 2, borrowingLimit: 2}"
+SPEECH_4 = "gpu.nvidia.com: {nominal: 4, borrowingLimit: 2}"
+VISION_8 = "gpu.nvidia.com: {nominal: 8, borrowingLimit: 4, lendingLimit: 4}"
+VISION_6 = "gpu.nvidia.com: {nominal: 6, borrowingLimit: 4, lendingLimit: 4}"
+
+
+def plan(root: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(["--root", str(root), "plan", *args])
+    return code, capsys.readouterr().out
+
+
+def speech_up_vision_down(root: Path) -> None:
+    """speech asks for two more H100s on prod, vision gives two back."""
+    trees.replace(root, "tenants/speech.yaml", SPEECH_2, SPEECH_4)
+    trees.replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+
+
+def example(tmp_path: Path) -> Path:
+    root = trees.example(tmp_path)
+    trees.committed(root).close()
+    return root
+
+
+def test_a_capacity_change_alone_is_a_change_with_headroom_before_and_after(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = example(tmp_path)
+    trees.replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 160 ")
+    code, out = plan(root, capsys)
+    assert code == 2, out  # not "no changes": capacity guards every later budget
+    assert "prod: 0 changed, 0 added, 0 removed, capacity changed" in out
+    assert "    h100 nvidia.com/gpu: 16 of 16 → 160, headroom 0 → 144" in out
+    assert "    h100 cpu: 224 of 224, headroom 0  " in out  # unchanged rows keep one value
+    assert "capacity changed on prod" in out.splitlines()[-1]
+    code, md = plan(root, capsys, "--format", "markdown")
+    assert "| h100 | nvidia.com/gpu | 16 | **16 → 160** | 0 → 144 |" in md
+    code, doc = plan(root, capsys, "--format", "json")
+    (prod,) = [c for c in json.loads(doc)["clusters"] if c["name"] == "prod"]
+    (row,) = [r for r in prod["capacity"] if (r["flavor"], r["resource"]) == ("h100", "nvidia.com/gpu")]
+    assert (row["capacityBefore"], row["capacity"]) == ("16", "160")
+
+
+def test_grants_before_after_and_the_tenants_affected_through_the_cohort(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = example(tmp_path)
+    speech_up_vision_down(root)
+    code, out = plan(root, capsys, "--against", "HEAD")
+    assert code == 2
+    assert (
+        "    speech h100 nvidia.com/gpu: nominal 2 → 4, borrowing 2, lending all (2) → all (4); reaches 4 → 6 "
+        "(changed: nominal, lending, reach)"
+    ) in out
+    assert "    vision h100 nvidia.com/gpu: nominal 8 → 6, borrowing 4, lending 4; reaches 12 → 10" in out
+    # nlp is not in the change, but vision lends 4 either way and speech now lends 4: nlp reaches 14
+    affected = out.split(
+        "  affected on prod (tenants the change does not touch; reach through the cohort):\n"
+    )[1]
+    assert affected.startswith(
+        "    nlp h100 nvidia.com/gpu: nominal 6, borrowing 8, lending 2; reaches 12 → 14"
+    )
+    assert "nlp h100 cpu" not in out  # unaffected rows of untouched tenants stay out
+    code, md = plan(root, capsys, "--against", "HEAD", "--format", "markdown")
+    assert "| speech | h100 | nvidia.com/gpu | **2 → 4** | 2 | **all (2) → all (4)** | **4 → 6** |" in md
+    assert "| speech | h100 | cpu | 32 | unlimited (cohort research) | all (32) | 224 |" in md  # unmarked
+    assert "### Affected on prod: reach changes through the cohort" in md
+    assert "| nlp | h100 | nvidia.com/gpu | 6 | 8 | 2 | **12 → 14** |" in md
+    code, doc = plan(root, capsys, "--against", "HEAD", "--format", "json")
+    (prod,) = [c for c in json.loads(doc)["clusters"] if c["name"] == "prod"]
+    (nlp,) = [g for g in prod["grantChanges"] if g["tenant"] == "nlp"]
+    assert nlp["affected"] and nlp["changed"] == ["reach"]
+    assert (nlp["before"]["reach"], nlp["after"]["reach"]) == ("12", "14")
+
+
+def test_an_added_tenant_in_a_cohort_moves_the_members_and_needs_its_namespaces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = example(tmp_path)
+    trees.replace(root, "tenants/vision.yaml", VISION_8, VISION_6)  # room for the newcomer
+    trees.write(
+        root,
+        "tenants/robotics.yaml",
+        trees.tenant(
+            "robotics",
+            cohort="research",
+            namespaces=["robotics-sim", "robotics-train"],
+            budgets={"default": [{"flavor": "h100", "devices": {"gpu.nvidia.com": 2}}]},
+        ),
+    )
+    code, out = plan(root, capsys, "--against", "HEAD")
+    assert code == 2, out
+    assert (
+        "    robotics h100 nvidia.com/gpu (added): nominal - → 2, borrowing - → unlimited (cohort research)"
+        in out
+    )
+    # robotics lends its 2: nlp (borrowing 8) reaches 2 more; speech is capped by its borrowingLimit 2
+    assert "    nlp h100 nvidia.com/gpu: nominal 6, borrowing 8, lending 2; reaches 12 → 14" in out
+    assert "speech h100 nvidia.com/gpu" not in out
+    assert (
+        "  before Argo CD syncs prod: tenant 'robotics' is new on prod: create its namespace(s) "
+        "robotics-sim, robotics-train there before Argo CD syncs (its Applications sync with "
+        "CreateNamespace=false"
+    ) in out
+    code, md = plan(root, capsys, "--against", "HEAD", "--format", "markdown")
+    assert "### Before Argo CD syncs prod" in md and "robotics-sim, robotics-train" in md
+    assert "| robotics (added) | h100 | nvidia.com/gpu | - → 2 |" in md
+
+
+def test_a_draining_tenant_admits_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = example(tmp_path)
+    trees.replace(root, "tenants/speech.yaml", "cohort: research", "state: draining\ncohort: research")
+    code, out = plan(root, capsys, "--against", "HEAD")
+    assert code == 2
+    assert (
+        "    speech h100 cpu: nominal 32, borrowing unlimited (cohort research), lending all (32); "
+        "admits 224 → nothing (draining: stopPolicy HoldAndDrain) (changed: reach)"
+    ) in out
+    assert "reaches 224" not in out.split("speech h100 cpu")[1].splitlines()[0]
+    code = main(["--root", str(root), "budgets", "--cluster", "prod"])
+    text = capsys.readouterr().out
+    assert (
+        "    speech: nominal 32, borrowing unlimited (cohort research), lending all (32); admits nothing"
+        in text
+    )
+
+
+def test_plan_without_against_after_a_local_render_compares_with_the_last_commit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = example(tmp_path)
+    (root / "tenants/speech.yaml").unlink()
+    assert main(["--root", str(root), "render"]) == 0
+    capsys.readouterr()
+    assert main(["--root", str(root), "plan"]) == 1  # the refusal, not "no changes"
+    seen = capsys.readouterr()
+    assert seen.out.startswith("plan against HEAD:generated (")
+    assert "compares with the last commit (HEAD): generated/ holds uncommitted output" in seen.out
+    assert "tenant 'speech': ClusterQueue speech would be deleted" in seen.err
+
+
+def test_hami_memory_in_gib_and_compute_in_percent_in_budgets_and_grants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = hamitree.build(tmp_path)
+    trees.committed(root).close()
+    assert main(["--root", str(root), "budgets"]) == 0
+    text = capsys.readouterr().out
+    grants = [line for line in text.splitlines() if line.startswith("    ")]
+    assert grants and not any(re.search(r"nominal \d{4,}\b", line) for line in grants), text
+    assert any(re.search(r"nominal [\d.]+Gi, .*reaches [\d.]+Gi", line) for line in grants), text
+    assert any(re.search(r"nominal [\d.]+% \([\d.]+ GPUs?\), .*reaches [\d.]+%", line) for line in grants), (
+        text
+    )
+    assert main(["--root", str(root), "budgets", "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "Gi |" in md and "% (" in md
+
+
+def mermaid_blocks(md: str) -> list[str]:
+    return re.findall(r"```mermaid\n(.*?)```", md, re.S)
+
+
+def test_the_pr_comment_draws_each_changed_gpu_pool_before_and_after(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = example(tmp_path)
+    speech_up_vision_down(root)
+    trees.replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 20 ")
+    code, md = plan(root, capsys, "--against", "HEAD", "--format", "markdown")
+    assert code == 2
+    before, after = mermaid_blocks(md)  # h100 GPUs only: cpu, memory and unchanged pools are not drawn
+    assert before.splitlines() == [
+        "pie showData title prod h100 nvidia.com/gpu before: 16 of 16",
+        '    "nlp" : 6',
+        '    "speech" : 2',
+        '    "vision" : 8',
+    ]
+    assert after.splitlines() == [
+        "pie showData title prod h100 nvidia.com/gpu after: 16 of 20",
+        '    "nlp" : 6',
+        '    "speech" : 4',
+        '    "vision" : 6',
+        '    "free" : 4',
+    ]
+    assert md.index("### Pools: who holds what") < md.index("### Changes")
+
+
+def test_hami_grants_in_the_plan_read_in_gib_and_percent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = hamitree.build(tmp_path)
+    assert main(["--root", str(root), "render"]) == 0
+    trees.committed(root).close()
+    trees.edit(
+        root, "tenants/serving.yaml", lambda d: d["budgets"]["default"][0]["hami"].update(memory="10Gi")
+    )
+    code, out = plan(root, capsys)
+    assert code == 2, out
+    grants = out.split("  what it grants on site (before → after):\n")[1]
+    assert "    serving t4-hami nvidia.com/total-gpumem: nominal 12Gi → 10Gi, " in grants
+    assert "    serving t4-hami nvidia.com/total-gpucores: nominal 50% (0.5 GPUs), " in grants
+    assert not re.search(r"nominal 1\d{4}\b|reaches \d{4,}\b", grants), grants  # no raw MiB
+    code, md = plan(root, capsys, "--format", "markdown")
+    pies = mermaid_blocks(md)
+    assert pies and all("(GiB)" in p.splitlines()[0] for p in pies), pies  # memory drawn in GiB
+
+
+def test_a_pool_over_capacity_has_no_free_slice_and_says_by_how_much() -> None:
+    from gputenancy.deliver import budgetdiff, budgets, poolchart
+    from gputenancy.inputs.quantity import parse
+
+    def pool(capacity: int, **held: int) -> budgets.Pool:
+        grants = tuple(
+            budgets.Grant("prod", t, "h100", "nvidia.com/gpu", parse(n), None, None, None, parse(n))
+            for t, n in held.items()
+        )
+        return budgets.Pool(
+            "prod", "h100", "nvidia.com/gpu", parse(capacity), parse(sum(held.values())), grants
+        )
+
+    before, after = pool(16, a=8, b=8), pool(16, a=8, b=8, c=2)
+    pies = poolchart.pies([budgetdiff.PoolDiff("prod", "h100", "nvidia.com/gpu", before, after)])
+    assert [p.title for p in pies] == [
+        "prod h100 nvidia.com/gpu before: 16 of 16",
+        "prod h100 nvidia.com/gpu after: 18 of 16, over capacity by 2",
+    ]
+    assert [label for label, _ in pies[1].slices] == ["a", "b", "c"]  # no "free"
+    same = budgetdiff.PoolDiff("prod", "h100", "nvidia.com/gpu", before, before)
+    cpu = budgetdiff.PoolDiff("prod", "h100", "cpu", before, after)
+    assert poolchart.pies([same, cpu]) == []  # unchanged pools and cpu are not drawn
