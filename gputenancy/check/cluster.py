@@ -56,6 +56,7 @@ def configuration(c: Cluster, config: KueueConfig) -> list[Finding]:
         ),
         config.origin_of,
     )
+    findings += helmgates.chart_gate_problems(c)
     if c.install == "helm" and c.helm is not None and "managerConfig" in c.helm.values:
         findings.append(
             c.document.origin("kueue", "helm", "values", "managerConfig").finding(
