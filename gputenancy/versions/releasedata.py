@@ -45,6 +45,17 @@ MAX_RELEASE_BYTES = 64 * 1024 * 1024
 """Largest release file read or downloaded (Kueue's manifests.yaml is 1.7 MB)."""
 MAX_RELEASE_DEPTH = 64
 RULE = "schemas-release"
+DOCS = {
+    RULE: """A Kueue release file (a downloaded manifests.yaml, a CRD of the schemas directory) has the
+shape the pipeline walks: every CustomResourceDefinition a metadata.name, spec.group, spec.names.kind
+and a list spec.versions of mappings with a name; every Deployment a list of named containers. Such
+a release is never locked or written by `schemas fetch`, and `validate` and `plan` name the file
+instead of failing.
+
+Passes: the release manifests of Kueue v0.19.2 as published.
+Fails: a CRD with `versions: served`; a CRD without spec.versions.
+""",
+}
 _MAX_SHOWN = 5
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
