@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from gputenancy.check.configcontext import RULE_GATE_CONFLICT, RULE_GATE_LOCKED, RULE_GATE_UNKNOWN
 from gputenancy.findings import Finding, Origin
@@ -60,45 +61,51 @@ def chart_gate_problems(cluster: Cluster) -> list[Finding]:
         return []
     manager = cluster.helm.values.get("controllerManager")
     listed = manager.get("featureGates") if isinstance(manager, dict) else None
+    return [
+        cluster.document.origin(*VALUES_PATH, *(() if i is None else (i,))).finding(rule, message)
+        for i, rule, message in gate_list_problems(listed, cluster.kueue_version)
+    ]
+
+
+def gate_list_problems(listed: Any, version: str) -> list[tuple[int | None, str, str]]:
+    """(index or None for the whole list, rule, message) for each entry of a chart's
+    `controllerManager.featureGates` that Kueue `version` refuses at start-up."""
     if not listed:
         return []
     where = ".".join(VALUES_PATH)
     if not isinstance(listed, list):
-        return [
-            cluster.document.origin(*VALUES_PATH).finding(
-                RULE_GATE_UNKNOWN, f"{where} must be a list of {{name, enabled}} (the chart's form)"
-            )
-        ]
+        return [(None, RULE_GATE_UNKNOWN, f"{where} must be a list of {{name, enabled}} (the chart's form)")]
     try:
-        known = kueuegates.gates_for(cluster.kueue_version)
+        known = kueuegates.gates_for(version)
     except ValueError:
         return []  # an unsupported version is reported where it is declared
-    found = []
+    found: list[tuple[int | None, str, str]] = []
     for i, entry in enumerate(listed):
-        here = cluster.document.origin(*VALUES_PATH, i)
         name = entry.get("name") if isinstance(entry, dict) else None
         enabled = entry.get("enabled") if isinstance(entry, dict) else None
         if not isinstance(name, str) or not isinstance(enabled, bool):
             found.append(
-                here.finding(RULE_GATE_UNKNOWN, f"{where}[{i}] must be {{name: <gate>, enabled: true|false}}")
+                (i, RULE_GATE_UNKNOWN, f"{where}[{i}] must be {{name: <gate>, enabled: true|false}}")
             )
             continue
         gate = known.get(name)
         if gate is None:
             found.append(
-                here.finding(
+                (
+                    i,
                     RULE_GATE_UNKNOWN,
-                    f"{where}[{i}]: unrecognized feature gate: {name} (Kueue {cluster.kueue_version}); the "
-                    "chart passes it as --feature-gates and the manager exits at start-up",
+                    f"{where}[{i}]: unrecognized feature gate: {name} (Kueue {version}); the chart passes "
+                    "it as --feature-gates and the manager exits at start-up",
                 )
             )
         elif gate.locked and enabled != gate.default:
             found.append(
-                here.finding(
+                (
+                    i,
                     RULE_GATE_LOCKED,
                     f"{where}[{i}]: cannot set feature gate {name} to {str(enabled).lower()}, feature is "
-                    f"locked to {str(gate.default).lower()} ({gate.stage} in Kueue {cluster.kueue_version}); "
-                    "the manager exits at start-up",
+                    f"locked to {str(gate.default).lower()} ({gate.stage} in Kueue {version}); the manager "
+                    "exits at start-up",
                 )
             )
     return found

@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from gputenancy.check import admissible, configcheck
+from gputenancy.check import admissible, builtlimits, configcheck
 from gputenancy.check.builtview import (
     ARGO,
     DRA,
@@ -461,3 +461,4 @@ def _canonical_problem_of(kind: str, value: str | int | float) -> str | None:
 
 
 RULES.update(admissible.RULES)
+RULES.update(builtlimits.RULES)
