@@ -134,3 +134,23 @@ def test_a_gate_the_chart_would_pass_is_checked_after_the_build_too(
         and "(kueue-feature-gate-unknown)" in h["message"]
         for h in hits
     ), hits
+
+
+def test_a_flavor_renamed_past_recognition_names_the_kustomization_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = trees.example(tmp_path)
+    line = line_of(root, OVERLAY, "patches:")
+    append(
+        root,
+        OVERLAY,
+        "  - target: {kind: ResourceFlavor, name: h100}\n    patch: |-\n"
+        "      - op: replace\n        path: /metadata/name\n        value: gold\n",
+    )
+    hits = refused(root, capsys, "built-flavor-reference")
+    assert {h["path"] for h in hits} == {"tenants/nlp.yaml", "tenants/speech.yaml", "tenants/vision.yaml"}
+    for h in hits:
+        assert (
+            "(the build has ResourceFlavor 'gold', which base/platform.yaml does not define) "
+            f"(built by {OVERLAY}:{line} (patches))"
+        ) in h["message"]
