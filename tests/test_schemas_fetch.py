@@ -21,7 +21,6 @@ import pytest
 import yaml
 
 from gputenancy import cli
-from gputenancy.versions import releases
 
 TAGS = ("v0.18.1", "v0.19.2")
 REPO = Path(__file__).resolve().parent.parent

@@ -139,7 +139,7 @@ def test_the_same_values_without_the_defect_pass(tmp_path: Path, capsys: pytest.
         "    releaseName: kueue\n",
         CHART_GATES + "          - name: HierarchicalCohorts\n            enabled: true\n",
     )
-    code, found, out = validate(root, capsys)
+    code, _, out = validate(root, capsys)
     assert code == 0, out
 
 
