@@ -67,6 +67,13 @@ CASES: list[tuple[str, Callable[[Path], None], str, str, str]] = [
         "cluster-schema",
     ),
     (
+        "cluster-name-trailing-newline",
+        lambda r: edit(r, LAB, "name: lab\n", 'name: "lab\\n"\n'),
+        LAB,
+        "name: ",
+        "cluster-schema",
+    ),
+    (
         "webhook-port-out-of-range",
         lambda r: edit(r, "base/kueue-config.yaml", "  port: 9443", "  port: 70000"),
         "base/kueue-config.yaml",
