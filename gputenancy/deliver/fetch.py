@@ -4,7 +4,11 @@ and verified against the lock.
 
 - The URL is `kueueManifestsURL` of base/platform.yaml (`{version}` is replaced), by default Kueue's
   GitHub release asset; http(s) and file URLs work, for mirrors and air-gapped sites.
-- A version whose files in the directory already match the lock is not downloaded again.
+- A version whose files in the directory already match the lock is not downloaded again. Beside
+  them the fetch leaves `.verified.json` (the lock entry they were verified against and the sha256
+  of their bytes), so the next fetch need not parse them again while both still hold; any change
+  to a file or to its lock entry means a full check (the directory is the runner's, section 7 of
+  docs/security.md).
 - A download whose parsed content differs from the lock is an error, never a silent replace; a
   version without a lock entry is an error too. `--update` downloads every version again and
   rewrites the lock. What the lock records is in `versions/releases.py` and docs/security.md.
@@ -25,6 +29,7 @@ and verified against the lock.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
@@ -199,7 +204,12 @@ def fetch(
         url = template.replace("{version}", version)
         locked = lock.versions.get(version)
         present = releases.read_version(schemas, version)
-        if not update and locked is not None and present is not None and _matches(present, locked):
+        if (
+            not update
+            and locked is not None
+            and present is not None
+            and _matches(present, locked, schemas, version)
+        ):
             outcomes.append(Outcome(version, "up to date", url, len(present)))
             continue
         if locked is None and not update:
@@ -256,14 +266,18 @@ def fetch(
             new[version] = digests
     with interrupt.deferred():
         if fresh:
-            _install(schemas, {v: files for v, (files, _) in fresh.items()})
+            _install(schemas, {v: (files, new[v]) for v, (files, _) in fresh.items()})
         if update and (new != lock.versions or not (root / releases.LOCK_FILE).is_file()):
             releases.write_lock(root, releases.Lock(new))
     return outcomes
 
 
-def _matches(present: dict[str, bytes], locked: Mapping[str, str]) -> bool:
-    """Whether the files in the directory are what the lock records (unreadable ones are not)."""
+def _matches(present: dict[str, bytes], locked: Mapping[str, str], schemas: Path, version: str) -> bool:
+    """Whether the files in the directory are what the lock records (unreadable ones are not). The
+    record the last fetch left beside them (`VERIFIED`: the lock entry they were verified against
+    and the sha256 of their bytes) answers without parsing them again when both still hold."""
+    if _verified(schemas, version) == {"lock": dict(locked), "bytes": _bytes(present)}:
+        return True
     try:
         parsed = releases.parse(present, "present")
     except PipelineError:
@@ -271,7 +285,22 @@ def _matches(present: dict[str, bytes], locked: Mapping[str, str]) -> bool:
     return not list(releases.verify(present, locked, parsed))
 
 
-def _install(schemas: Path, fresh: dict[str, dict[str, bytes]]) -> None:
+VERIFIED = ".verified.json"
+
+
+def _bytes(files: Mapping[str, bytes]) -> dict[str, str]:
+    return {name: releases.sha256(data) for name, data in sorted(files.items())}
+
+
+def _verified(schemas: Path, version: str) -> Any:
+    try:
+        data = releasedata.read_bytes(releases.version_dir(schemas, version) / VERIFIED, 1024 * 1024)
+        return json.loads(data)
+    except (PipelineError, ValueError):
+        return None
+
+
+def _install(schemas: Path, fresh: dict[str, tuple[dict[str, bytes], Mapping[str, str]]]) -> None:
     """Write every version into a staging directory, then swap each version's directory in (the
     caller defers signals)."""
     schemas.mkdir(parents=True, exist_ok=True)
@@ -280,11 +309,13 @@ def _install(schemas: Path, fresh: dict[str, dict[str, bytes]]) -> None:
         ignore.write_text("# written by `python pipeline.py schemas fetch`\n*\n", encoding="utf-8")
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=schemas))
     try:
-        for version, files in fresh.items():
+        for version, (files, entry) in fresh.items():
             for name, data in files.items():
                 path = staging / "new" / version / name
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
+            record = {"lock": dict(entry), "bytes": _bytes(files)}
+            (staging / "new" / version / VERIFIED).write_text(json.dumps(record, indent=1) + "\n")
         (staging / "old").mkdir()
         for version in fresh:
             target = releases.version_dir(schemas, version)
