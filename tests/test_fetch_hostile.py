@@ -332,7 +332,7 @@ def test_malformed_release_data_in_the_schemas_directory_is_a_finding(
     code, out = run(root, "validate", "--schemas", str(schemas), capsys=capsys)
     assert code == 1
     assert (
-        f"{crd}: error: document 1: CustomResourceDefinition clusterqueues.kueue.x-k8s.io: spec.versions must be a list"
+        f"{crd}:1:1: error: document 1: CustomResourceDefinition clusterqueues.kueue.x-k8s.io: spec.versions must be a list"
         in out
     )
     assert "Traceback" not in out

@@ -14,8 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gputenancy import fastyaml
-from gputenancy.findings import PipelineError
 from gputenancy.versions import releasedata
 
 MAX_SCHEMA_BYTES = 16 * 1024 * 1024
@@ -29,12 +27,4 @@ def read_text(path: Path) -> str:
 
 def load_all(path: Path) -> list[Any]:
     """Every document of a schema file, or PipelineError with the findings (module docstring)."""
-    text = read_text(path)
-    problems = releasedata.problems(text, str(path))
-    if problems:
-        raise PipelineError(problems)
-    docs = fastyaml.load_all(text)
-    shape = releasedata.shape_problems([d for d in docs if d is not None], str(path))
-    if shape:
-        raise PipelineError(shape)
-    return docs
+    return releasedata.load_text(read_text(path), str(path))

@@ -33,6 +33,7 @@ from yaml.events import (
     AliasEvent,
     CollectionEndEvent,
     CollectionStartEvent,
+    DocumentStartEvent,
     MappingStartEvent,
     NodeEvent,
     ScalarEvent,
@@ -100,15 +101,20 @@ class _Frame:
         self.keys: set[str] = set()
 
 
-def problems(text: str, shown: str, max_depth: int = MAX_RELEASE_DEPTH) -> list[Finding]:
+def problems(
+    text: str, shown: str, max_depth: int = MAX_RELEASE_DEPTH, starts: list[int] | None = None
+) -> list[Finding]:
     """Anchors, aliases, tags, duplicate keys, nesting deeper than `max_depth` and syntax errors in
-    `text` (several documents allowed), at most a few, each at its line and column of `shown`."""
+    `text` (several documents allowed), at most a few, each at its line and column of `shown`.
+    `starts` receives the line each document starts on."""
     found: list[Finding] = []
     stack: list[_Frame] = []
     try:
         for event in yaml.parse(text, Loader=_LOADER):
             if len(found) >= _MAX_SHOWN:
                 break
+            if starts is not None and isinstance(event, DocumentStartEvent):
+                starts.append(event.start_mark.line + 1 if event.start_mark else 0)
             if isinstance(event, CollectionEndEvent):
                 stack.pop()
                 continue
@@ -142,14 +148,15 @@ def problems(text: str, shown: str, max_depth: int = MAX_RELEASE_DEPTH) -> list[
 
 def load_text(text: str, shown: str) -> list[Any]:
     """The documents of a release file's text, or PipelineError: the refusals above, then its shape."""
-    found = problems(text, shown)
+    starts: list[int] = []
+    found = problems(text, shown, starts=starts)
     if found:
         raise PipelineError(found)
-    docs = [d for d in fastyaml.load_all(text) if d is not None]
-    shape = shape_problems(docs, shown)
+    docs = fastyaml.load_all(text)
+    shape = shape_problems(docs, shown, starts)
     if shape:
         raise PipelineError(shape)
-    return docs
+    return [d for d in docs if d is not None]
 
 
 def load(path: Path) -> list[Any]:
@@ -195,13 +202,15 @@ def _doc_problem(doc: Any) -> str | None:
     return None
 
 
-def shape_problems(docs: Sequence[Any], shown: str) -> list[Finding]:
-    """Findings for the CRDs and Deployments of `docs` that the pipeline could not walk (module doc)."""
+def shape_problems(docs: Sequence[Any], shown: str, starts: Sequence[int] = ()) -> list[Finding]:
+    """Findings for the CRDs and Deployments of `docs` that the pipeline could not walk (module doc),
+    each at the line its document starts on when `starts` (one per document) gives it."""
     found = []
     for i, doc in enumerate(docs):
         problem = _doc_problem(doc)
         if problem is not None:
-            found.append(Origin(shown).finding(RULE, f"document {i + 1}: {problem}"))
+            line = starts[i] if len(starts) == len(docs) else 0
+            found.append(Origin(shown, line, 1 if line else 0).finding(RULE, f"document {i + 1}: {problem}"))
     return found[:_MAX_SHOWN]
 
 
