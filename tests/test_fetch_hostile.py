@@ -319,6 +319,8 @@ def test_after_a_version_bump_every_hint_names_the_command_that_works(
         repoint(root, url)
         code, out = run(root, "schemas", "fetch", "--update", "--schemas", str(schemas), capsys=capsys)
     assert code == 0, out
+    assert "v0.18.1: downloaded, new in schemas.lock" in out
+    assert f"{TAG}: downloaded, as schemas.lock held it" in out
     code, out = run(root, "validate", "--schemas", str(schemas), capsys=capsys)
     assert "schemas-missing" not in out
 

@@ -111,6 +111,7 @@ def test_a_changed_file_is_refused_and_nothing_changes(
         # A reviewed re-publication: --update takes it and rewrites the lock.
         code, out = run(root, "schemas", "fetch", "--update", "--schemas", str(schemas), capsys=capsys)
     assert code == 0, out
+    assert "v0.19.2: downloaded, DIFFERENT from what schemas.lock held (" in out, out
     new_lock = json.loads((root / "schemas.lock").read_text())["kueue"]
     assert new_lock["v0.19.2"]["manifests.yaml"] == canonical(path.read_bytes())
     assert new_lock["v0.18.1"] == json.loads(lock)["kueue"]["v0.18.1"]

@@ -257,7 +257,7 @@ def fetch(
                 )
                 continue
         fresh[version] = (files, releases.digests(parsed))
-        outcomes.append(Outcome(version, "downloaded", url, len(files)))
+        outcomes.append(Outcome(version, _recorded(files, locked, parsed, update), url, len(files)))
     if problems:
         raise PipelineError(problems)
     new = dict(lock.versions)
@@ -270,6 +270,24 @@ def fetch(
         if update and (new != lock.versions or not (root / releases.LOCK_FILE).is_file()):
             releases.write_lock(root, releases.Lock(new))
     return outcomes
+
+
+def _recorded(
+    files: Mapping[str, bytes], locked: Mapping[str, str] | None, parsed: Mapping[str, Any], update: bool
+) -> str:
+    """The outcome of a download; with --update, whether it changes what the lock held (said out
+    loud: --update replaces the lock's entry, and the reviewer should know which ones changed)."""
+    if not update:
+        return "downloaded"
+    if locked is None:
+        return f"downloaded, new in {releases.LOCK_FILE}"
+    changed = list(releases.verify(files, locked, parsed))
+    if not changed:
+        return f"downloaded, as {releases.LOCK_FILE} held it"
+    return (
+        f"downloaded, DIFFERENT from what {releases.LOCK_FILE} held ({len(changed)} file(s); review the "
+        "lock's diff before committing it)"
+    )
 
 
 def _matches(present: dict[str, bytes], locked: Mapping[str, str], schemas: Path, version: str) -> bool:
