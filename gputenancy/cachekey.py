@@ -130,13 +130,20 @@ def key(kind: str, **parts: str | bytes) -> str:
     return digest(SCHEME, kind, *(p for name in names for p in (name, parts[name])))
 
 
+MAX_TREE_FILE = 64 * 1024 * 1024
+
+
 def tree_digest(directory: Path) -> str:
-    """sha256 over the relative paths and bytes of every file under `directory` ('' when missing)."""
+    """sha256 over the relative paths and bytes of every regular file under `directory` ('' when
+    missing). A file over `MAX_TREE_FILE` bytes counts by its size and time, unread (the schema
+    reader refuses it anyway)."""
     if not directory.is_dir():
         return ""
     parts: list[str | bytes] = []
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        parts += [path.relative_to(directory).as_posix(), path.read_bytes()]
+        info = path.stat()
+        body = path.read_bytes() if info.st_size <= MAX_TREE_FILE else f"{info.st_size}:{info.st_mtime_ns}"
+        parts += [path.relative_to(directory).as_posix(), body]
     return digest(*parts)
 
 

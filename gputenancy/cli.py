@@ -388,7 +388,13 @@ def _main(args: argparse.Namespace) -> int:
             target = _schemas(args.schemas, root) or root / releases.DEFAULT_DIR
             fmt = args.format or report.default_format()
             return fetch.command(
-                root, target, update=args.update, fmt=fmt, url=args.url, emit=sys.stdout.write
+                root,
+                target,
+                update=args.update,
+                fmt=fmt,
+                url=args.url,
+                emit=sys.stdout.write,
+                hint_schemas=args.schemas,
             )
         schemas = _schemas(args.schemas, root)
         if args.command in ("plan", "publish"):

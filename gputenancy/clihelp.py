@@ -88,14 +88,16 @@ COMMANDS: dict[str, Help] = {
     "schemas": Help(
         "Kueue release manifests (CRDs, install) for validation and plans",
         "`schemas fetch` downloads the release manifests of every Kueue version the clusters declare (and "
-        "every version in schemas.lock) into the schemas directory, verified against schemas.lock; "
-        "--update downloads them again and rewrites the lock.",
+        "every version in schemas.lock) into the schemas directory, verified against schemas.lock (the "
+        "parsed content of each file: formatting may differ); --update downloads them again and rewrites "
+        "the lock.",
         ((0, "fetched and verified"), (1, "a download failed or does not match schemas.lock")),
         ("python pipeline.py schemas fetch", "python pipeline.py schemas fetch --update"),
     ),
     "pr-comment": Help(
         "create or update the sticky plan comment on a pull request",
-        "Finds its comment by a hidden marker and updates it, or creates one. Token from GITHUB_TOKEN, "
+        "Finds its own comment (by a hidden marker, written by the token's identity) and updates it, or "
+        "creates one. Token from GITHUB_TOKEN, "
         "repository from GITHUB_REPOSITORY, pull request from GITHUB_EVENT_PATH.",
         ((0, "posted"), (1, "missing settings or an API error")),
         ("python pipeline.py pr-comment --body-file plan.md",),

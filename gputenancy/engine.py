@@ -186,7 +186,7 @@ def _run(
             # 2. render the platform layer, check its Configuration, stage the cluster for kustomize
             platform, config, found = render_platform(model, c, catalog)
             findings += found + checks.configuration(c, config)
-            missing = checks.schemas_missing(c, schemas)
+            missing = checks.schemas_missing(c, schemas, root)
             if missing:
                 findings += missing
                 continue

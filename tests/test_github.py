@@ -37,6 +37,7 @@ class FakeGitHub:
         self.redirect_to: str | None = None
         self.lock = threading.Lock()
         self.base = ""
+        self.user: str | None = None  # the token's login at /user; None: a workflow token (403)
 
     def add(self, body: str, login: str = "someone") -> dict[str, Any]:
         self.next_id += 1
@@ -92,6 +93,12 @@ def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             if not self._start():
                 return
             url = urlsplit(self.path)
+            if url.path == f"{PREFIX}/user":
+                if fake.user is None:
+                    self._send(403, {"message": "Resource not accessible by integration"})
+                else:
+                    self._send(200, {"login": fake.user, "type": "User"})
+                return
             if fake.redirect_to is not None:
                 self.send_response(302)
                 self.send_header("Location", fake.redirect_to)
@@ -187,7 +194,8 @@ def test_creates_one_comment_then_updates_it_in_place(
     assert main(["pr-comment", "--body-file", str(_plan(tmp_path, "## Plan\n\n2 changes\n"))]) == 0
     assert "created comment" in capsys.readouterr().out
     gets = [p for m, p, _ in fake.requests if m == "GET"]
-    assert len(gets) == 3, gets  # 5 comments, pages of 2: every page was read before posting
+    assert gets[0] == f"{PREFIX}/user"  # who posts: a workflow token, github-actions[bot]
+    assert len(gets) == 4, gets  # 5 comments, pages of 2: every page was read before posting
     assert [m for m, _, _ in fake.requests].count("POST") == 1
     (sticky,) = fake.marked()
     assert sticky["body"].startswith(f"{github.MARKER}\n## Plan\n\n2 changes\n")
@@ -196,7 +204,7 @@ def test_creates_one_comment_then_updates_it_in_place(
     fake.requests.clear()
     assert main(["pr-comment", "--body-file", str(_plan(tmp_path, "## Plan\n\nno changes\n"))]) == 0
     assert "updated comment" in capsys.readouterr().out
-    assert [m for m, _, _ in fake.requests] == ["GET", "GET", "GET", "PATCH"]
+    assert [m for m, _, _ in fake.requests] == ["GET", "GET", "GET", "GET", "PATCH"]
     (again,) = fake.marked()
     assert again["id"] == sticky["id"] and "no changes" in again["body"]
     assert len(fake.comments) == 6
@@ -214,9 +222,41 @@ def test_finds_the_marker_on_a_later_page(
     old = fake.add(f"{github.MARKER}\nold plan", login="github-actions[bot]")
     fake.add("> quoting: <!-- gputenancy-plan --> is not a sticky comment")
     assert main(["pr-comment", "--body-file", str(_plan(tmp_path, "new plan\n"))]) == 0
-    assert [m for m, _, _ in fake.requests] == ["GET", "GET", "GET", "PATCH"]
+    assert [m for m, _, _ in fake.requests] == ["GET", "GET", "GET", "GET", "PATCH"]
     assert fake.requests[-1][1] == f"{PREFIX}/repos/{REPO}/issues/comments/{old['id']}"
     assert old["body"].startswith(f"{github.MARKER}\nnew plan\n")
+
+
+@pytest.mark.parametrize("user", [None, "plan-bot"], ids=["workflow-token", "user-token"])
+def test_a_marked_comment_by_someone_else_is_never_updated(
+    fake: FakeGitHub,
+    actions_env: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    user: str | None,
+) -> None:
+    """Another account's comment that starts with the marker stays as written; the plan gets its own
+    comment, and the next run updates that one."""
+    fake.user = user
+    me = user or github.ACTIONS_BOT
+    squatter = fake.add(f"{github.MARKER}\nfake plan: all good, merge", login="mallory")
+    impostor = fake.add(f"{github.MARKER}\nlooks like the bot", login="github-actions")
+    assert main(["pr-comment", "--body-file", str(_plan(tmp_path, "real plan\n"))]) == 0
+    assert "created comment" in capsys.readouterr().out
+    assert [m for m, _, _ in fake.requests].count("PATCH") == 0
+    assert squatter["body"] == f"{github.MARKER}\nfake plan: all good, merge"
+    assert impostor["body"] == f"{github.MARKER}\nlooks like the bot"
+    mine = fake.comments[-1]
+    if user is not None:  # the fake posts as the bot; a user token's comment is that user's
+        mine["user"] = {"login": user}
+    assert mine["body"].startswith(f"{github.MARKER}\nreal plan\n")
+    fake.requests.clear()
+    assert main(["pr-comment", "--body-file", str(_plan(tmp_path, "newer plan\n"))]) == 0
+    assert "updated comment" in capsys.readouterr().out
+    (patch,) = [p for m, p, _ in fake.requests if m == "PATCH"]
+    assert patch == f"{PREFIX}/repos/{REPO}/issues/comments/{mine['id']}"
+    assert mine["body"].startswith(f"{github.MARKER}\nnewer plan\n") and me in (mine["user"]["login"],)
+    assert squatter["body"] == f"{github.MARKER}\nfake plan: all good, merge"
 
 
 def test_repo_and_pr_from_the_command_line(
@@ -353,7 +393,7 @@ def test_a_paging_loop_is_stopped(
     fake.next_link_override = f"{fake.base}{PREFIX}/repos/{REPO}/issues/{PR}/comments?per_page=100"
     assert main(["pr-comment", "--body-file", str(_plan(tmp_path, "plan\n"))]) == 1
     assert "stopped paging comments" in capsys.readouterr().out
-    assert len(fake.requests) == 1
+    assert len(fake.requests) == 2  # /user, then the one page
 
 
 def test_pr_number_from_an_issue_comment_event(tmp_path: Path) -> None:

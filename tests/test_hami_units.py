@@ -55,7 +55,9 @@ def test_memory_refused_with_the_fix(written: str | int, words: str) -> None:
 def test_whole_numbers() -> None:
     assert hami.whole(150, "cores") == 150
     assert hami.whole("2", "vGPUs") == 2
-    assert hami.whole("1k", "cores") == 1000
+    for written in ("1k", "2e3", "4.0", 4.0):  # an integer in value, not written as one
+        with pytest.raises(hami.UnitError, match="must be a plain whole number"):
+            hami.whole(written, "cores")
     with pytest.raises(hami.UnitError, match=r"must be a whole number, got '1500m' \(1.5\)"):
         hami.whole("1500m", "cores")
     with pytest.raises(hami.UnitError, match="must not be negative"):

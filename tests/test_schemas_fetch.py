@@ -3,6 +3,7 @@ manifests (../shared/kueue/<tag>/manifests.yaml): the lock, refusals, errors and
 
 from __future__ import annotations
 
+import hashlib
 import http.server
 import json
 import os
@@ -20,7 +21,6 @@ import pytest
 import yaml
 
 from gputenancy import cli
-from gputenancy.versions import releases
 
 TAGS = ("v0.18.1", "v0.19.2")
 REPO = Path(__file__).resolve().parent.parent
@@ -39,6 +39,14 @@ def served(tmp_path: Path, shared: Path) -> Path:
 def repo(tmp_path: Path, url: str, versions: tuple[str, ...] = TAGS) -> Path:
     clusters = [minirepo.cluster(f"c{i}", kueue=v) for i, v in enumerate(versions)]
     return minirepo.make(tmp_path / "repo", clusters, url=f"{url}/{{version}}/manifests.yaml")
+
+
+def canonical(data: bytes) -> str:
+    """The lock entry of a release file, computed here independently: sha256 of its documents as
+    canonical JSON."""
+    docs = [d for d in yaml.load_all(data, Loader=yaml.SafeLoader) if d is not None]
+    body = json.dumps(docs, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "parsed-sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
 
 def run(root: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -60,7 +68,7 @@ def test_first_fetch_writes_the_lock_then_verifies_against_it(
     for tag in TAGS:
         data = (shared / "kueue" / tag / "manifests.yaml").read_bytes()
         assert (schemas / "kueue" / tag / "manifests.yaml").read_bytes() == data
-        assert lock[tag]["manifests.yaml"] == releases.sha256(data)
+        assert lock[tag]["manifests.yaml"] == canonical(data)
         crds = sorted(p.name for p in (schemas / "kueue" / tag / "crds").iterdir())
         assert crds == sorted(p.name for p in (shared / "kueue" / tag / "crds").iterdir())
         for name in crds:  # each one CRD document, with the sha256 the lock records
@@ -70,7 +78,7 @@ def test_first_fetch_writes_the_lock_then_verifies_against_it(
             ]
             assert doc["kind"] == "CustomResourceDefinition"
             assert f"{doc['spec']['group']}_{doc['spec']['names']['plural']}.yaml" == name
-            assert lock[tag][f"crds/{name}"] == releases.sha256(body)
+            assert lock[tag][f"crds/{name}"] == canonical(body)
     # The server is gone: a fetch of what the lock holds needs no network.
     code, out = run(root, "schemas", "fetch", "--schemas", str(schemas), capsys=capsys)
     assert code == 0, out
@@ -97,14 +105,15 @@ def test_a_changed_file_is_refused_and_nothing_changes(
         code, out = run(root, "schemas", "fetch", "--schemas", str(schemas), capsys=capsys)
         assert code == 1
         assert "Kueue v0.19.2:" in out and "differs from schemas.lock" in out and "(schemas-lock)" in out
-        assert "manifests.yaml has sha256" in out
+        assert "manifests.yaml: its parsed content is" in out
         assert minirepo.snapshot(schemas) == before
         assert (root / "schemas.lock").read_bytes() == lock
         # A reviewed re-publication: --update takes it and rewrites the lock.
         code, out = run(root, "schemas", "fetch", "--update", "--schemas", str(schemas), capsys=capsys)
     assert code == 0, out
+    assert "v0.19.2: downloaded, DIFFERENT from what schemas.lock held (" in out, out
     new_lock = json.loads((root / "schemas.lock").read_text())["kueue"]
-    assert new_lock["v0.19.2"]["manifests.yaml"] == releases.sha256(path.read_bytes())
+    assert new_lock["v0.19.2"]["manifests.yaml"] == canonical(path.read_bytes())
     assert new_lock["v0.18.1"] == json.loads(lock)["kueue"]["v0.18.1"]
 
 
@@ -182,7 +191,9 @@ def test_a_file_that_is_not_a_kueue_release(
 
 
 def republish(path: Path) -> None:
-    path.write_bytes(path.read_bytes() + b"# re-published\n")
+    """A change of content: one more document."""
+    doc = b"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: re-published\n"
+    path.write_bytes(path.read_bytes() + doc)
 
 
 def _truncating(directory: Path, tag: str, stall: threading.Event | None) -> type[Any]:

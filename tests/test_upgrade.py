@@ -116,6 +116,39 @@ def test_without_the_old_release_the_plan_says_what_is_missing(
     assert "kueue-upgrade" in {r["risk"] for r in data["risks"]}
 
 
+@pytest.mark.parametrize(
+    ("hostile", "expected"),
+    [
+        (
+            "---\nkind: ConfigMap\nmetadata: {name: bomb}\ndata:\n  a: &a [x, x, x, x]\n  b: [*a, *a, *a, *a]\n",
+            "anchors and aliases are not allowed (source-alias)",
+        ),
+        (
+            "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n"
+            "  name: extras.kueue.x-k8s.io\nspec:\n  group: kueue.x-k8s.io\n  names: {kind: Extra}\n"
+            "  versions: v1beta1\n",
+            "spec.versions must be a list of versions, each with a name (schemas-release)",
+        ),
+    ],
+    ids=["alias-bomb", "versions-a-string"],
+)
+def test_a_release_in_the_schemas_directory_that_cannot_be_walked_is_a_finding_naming_it(
+    upgraded: tuple[Path, Path], capsys: pytest.CaptureFixture[str], hostile: str, expected: str
+) -> None:
+    """Put there by hand, past `schemas fetch`: plan names the file instead of a MemoryError or a
+    KeyError, and writes nothing."""
+    root, schemas = upgraded
+    manifests = schemas / "kueue" / "v0.18.1" / "manifests.yaml"
+    manifests.write_text(manifests.read_text() + hostile)
+    before = sorted((p, p.read_bytes()) for p in root.rglob("*") if p.is_file())
+    assert main(root, "plan", "--schemas", str(schemas), "--format", "text") == 1
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert f"{manifests}" in text and expected in text
+    assert "Traceback" not in text
+    assert sorted((p, p.read_bytes()) for p in root.rglob("*") if p.is_file()) == before
+
+
 def _crd(docs: list[dict[str, Any]], plural: str) -> dict[str, Any]:
     (crd,) = [
         d for d in docs if d["kind"] == "CustomResourceDefinition" and d["spec"]["names"]["plural"] == plural

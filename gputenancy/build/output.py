@@ -26,8 +26,8 @@ from gputenancy.objects import RenderedObject, to_yaml
 from gputenancy.render import hub
 
 GENERATED = "generated"
-_SAFE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+_SAFE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
+_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*\Z")
 
 MAX_TREE_FILE_BYTES = 16 * 1024 * 1024
 """Largest file read back from a generated tree (a committed file can be anything)."""

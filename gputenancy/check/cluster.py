@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputenancy.check import configcheck, helmgates, validate
-from gputenancy.findings import Finding
+from gputenancy.findings import Finding, PipelineError
 from gputenancy.inputs.spec import Cluster
 from gputenancy.objects import RenderedObject
 from gputenancy.render.kueueconfig import KueueConfig
@@ -24,11 +24,16 @@ def crd_dir_for(schemas: Path | None, kueue_version: str) -> Path | None:
     return releases.crd_dir(schemas, kueue_version)
 
 
-def schemas_missing(c: Cluster, schemas: Path | None) -> list[Finding]:
-    """A schemas directory without the cluster's Kueue version: an error naming it and the fetch command."""
+def schemas_missing(c: Cluster, schemas: Path | None, root: Path | None = None) -> list[Finding]:
+    """A schemas directory without the cluster's Kueue version: an error naming it and the fetch
+    command that works (with `--update` when schemas.lock of `root` has no entry for the version)."""
     if schemas is None or crd_dir_for(schemas, c.kueue_version) is not None:
         return []
-    message = releases.missing_message(schemas, c.kueue_version)
+    try:
+        locked = root is None or c.kueue_version in releases.read_lock(root).versions
+    except PipelineError:
+        locked = False
+    message = releases.missing_message(schemas, c.kueue_version, locked)
     return [c.document.origin("kueue", "version").finding("schemas-missing", message)]
 
 
@@ -51,6 +56,7 @@ def configuration(c: Cluster, config: KueueConfig) -> list[Finding]:
         ),
         config.origin_of,
     )
+    findings += helmgates.chart_gate_problems(c)
     if c.install == "helm" and c.helm is not None and "managerConfig" in c.helm.values:
         findings.append(
             c.document.origin("kueue", "helm", "values", "managerConfig").finding(

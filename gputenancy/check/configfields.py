@@ -181,6 +181,9 @@ _F = _Scalar("float")
 _DUR = _Scalar("duration")
 _QTY = _Scalar("quantity")
 _ANY = _Scalar("any")
+_PORT = _Scalar("port")  # an int32 the manager listens on: 1..65535
+_ADDR = _Scalar("address")  # a bind address "[host]:port" ("" or "0": not served)
+_BIND = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]*):([0-9]{1,5})")
 
 _LABEL_SELECTOR = _struct(
     matchLabels=_Map(_S), matchExpressions=_List(_struct(key=_S, operator=_S, values=_List(_S)))
@@ -195,8 +198,8 @@ _LEADER_ELECTION = _struct(
     resourceName=_S,
     resourceNamespace=_S,
 )
-_WEBHOOK = _struct(port=_I64, host=_S, certDir=_S)
-_HEALTH = _struct(healthProbeBindAddress=_S, readinessEndpointName=_S, livenessEndpointName=_S)
+_WEBHOOK = _struct(port=_PORT, host=_S, certDir=_S)
+_HEALTH = _struct(healthProbeBindAddress=_ADDR, readinessEndpointName=_S, livenessEndpointName=_S)
 # cacheSyncTimeout is a plain time.Duration: an integer number of nanoseconds, not a duration string.
 _CONTROLLER = _struct(groupKindConcurrency=_Map(_I64), cacheSyncTimeout=_I64)
 _CLIENT_CONNECTION = _struct(qps=_F, burst=_I32)
@@ -218,7 +221,7 @@ _V1BETA2 = _struct(
     webhook=_WEBHOOK,
     leaderElection=_LEADER_ELECTION,
     metrics=_struct(
-        bindAddress=_S,
+        bindAddress=_ADDR,
         enableClusterQueueResources=_B,
         customLabels=_List(
             _struct(
@@ -227,7 +230,7 @@ _V1BETA2 = _struct(
         ),
     ),
     health=_HEALTH,
-    pprofBindAddress=_S,
+    pprofBindAddress=_ADDR,
     controller=_CONTROLLER,
     tls=_struct(minVersion=_S, cipherSuites=_List(_S)),
     manageJobsWithoutQueueName=_B,
@@ -263,7 +266,7 @@ _V1BETA2 = _struct(
     ),
     featureGates=_Map(_B),
     objectRetentionPolicies=_OBJECT_RETENTION,
-    visibilityServer=_struct(bindAddress=_S, bindPort=_I32),
+    visibilityServer=_struct(bindAddress=_S, bindPort=_PORT),
 )
 
 _V1BETA1 = _struct(
@@ -272,9 +275,9 @@ _V1BETA1 = _struct(
     namespace=_S,
     webhook=_WEBHOOK,
     leaderElection=_LEADER_ELECTION,
-    metrics=_struct(bindAddress=_S, enableClusterQueueResources=_B),
+    metrics=_struct(bindAddress=_ADDR, enableClusterQueueResources=_B),
     health=_HEALTH,
-    pprofBindAddress=_S,
+    pprofBindAddress=_ADDR,
     controller=_CONTROLLER,
     manageJobsWithoutQueueName=_B,
     managedJobsNamespaceSelector=_LABEL_SELECTOR,
@@ -344,6 +347,10 @@ def _scalar_error(value: object, node: _Scalar, path: FieldPath) -> DecodeError 
             problem = "must be an integer"
         elif not low <= value <= high:
             problem = f"must fit in a {kind} ({low}..{high})"
+    elif kind == "port":
+        problem = _port_problem(value)
+    elif kind == "address":
+        problem = _address_problem(value)
     elif kind == "float" and not is_number(value):
         problem = "must be a number"
     elif kind == "duration":
@@ -362,7 +369,28 @@ def _scalar_error(value: object, node: _Scalar, path: FieldPath) -> DecodeError 
         return None
     scalar = not isinstance(value, Mapping | list | tuple)
     shown = f" (got {kind_of(value)} {value!r})" if scalar and not problem.startswith("time:") else ""
+    if kind in ("port", "address") and isinstance(value, int | str) and not isinstance(value, bool):
+        return DecodeError(path, f"{problem}{shown}; the manager cannot listen there and exits at start-up")
     return DecodeError(path, f"{problem}{shown}; Kueue cannot decode the Configuration")
+
+
+def _port_problem(value: object) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return "must be an integer"
+    return None if 1 <= value <= 65535 else "must be a port number (1..65535)"
+
+
+def _address_problem(value: object) -> str | None:
+    """A bind address as controller-runtime takes it: "host:port" (host may be empty), or "" / "0"
+    (not served)."""
+    if not isinstance(value, str):
+        return "must be a string"
+    if value in ("", "0"):
+        return None
+    match = _BIND.fullmatch(value)
+    if match is None:
+        return 'must be a bind address "host:port" (such as ":8443"), or "0" to turn it off'
+    return None if int(match.group(2)) <= 65535 else "must have a port of 0..65535"
 
 
 def _unknown_field(

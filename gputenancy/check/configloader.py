@@ -16,7 +16,7 @@ from gputenancy.check.names import qualified_name_errors
 from gputenancy.versions import startup
 
 Problem = tuple[tuple[str | int, ...], str]
-_LABEL_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]*$")
+_LABEL_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]*\Z")
 # tlsconfig.convertTLSMinVersion: "" means TLS 1.2; 1.0 and 1.1 are refused
 _TLS_VERSIONS = ("", "VersionTLS12", "VersionTLS13")
 

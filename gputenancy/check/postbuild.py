@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from gputenancy.check import admissible, configcheck, inventory
+from gputenancy.check import admissible, builtlimits, configcheck, inventory
 from gputenancy.check.builtview import (
     ARGO,
     DRA,
@@ -223,8 +223,24 @@ def flavor_reference(view: View) -> Iterator[Finding]:
                 name = flavor.get("name") if isinstance(flavor, dict) else None
                 if isinstance(name, str) and name not in flavors:
                     moved = [f for f in flavors.values() if f.original_name == name and f.moved]
-                    via = moved[0].changed_by(*_NAME_KEYS) if moved else cq.changed_by(*_FIELD_KEYS)
-                    now = f" (the ResourceFlavor is now named {moved[0].name!r})" if moved else ""
+                    # renamed past recognition: a built flavor that no platform flavor names
+                    strays = [
+                        f for f in flavors.values() if f.original_name not in view.model.platform.flavors
+                    ]
+                    via = (
+                        moved[0].changed_by(*_NAME_KEYS)
+                        if moved
+                        else cq.changed_by(*_FIELD_KEYS)
+                        or (strays[0].changed_by(*_NAME_KEYS) if strays else "")
+                    )
+                    now = (
+                        f" (the ResourceFlavor is now named {moved[0].name!r})"
+                        if moved
+                        else f" (the build has ResourceFlavor {strays[0].name!r}, which base/platform.yaml does "
+                        "not define)"
+                        if strays
+                        else ""
+                    )
                     yield cq.at(("spec", "resourceGroups", gi, "flavors", fi)).finding(
                         "built-flavor-reference",
                         f"ClusterQueue {cq.name!r} on cluster {view.cluster.name!r} has quota on flavor {name!r}, "
@@ -462,3 +478,4 @@ def _canonical_problem_of(kind: str, value: str | int | float) -> str | None:
 
 RULES.update(admissible.RULES)
 RULES.update(inventory.RULES)
+RULES.update(builtlimits.RULES)

@@ -368,15 +368,17 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     (
         "schemas-lock",
         "schemas",
-        "a downloaded Kueue release matches schemas.lock, and the lock covers every declared version",
-        "a release asset whose sha256 differs from schemas.lock",
+        "a downloaded Kueue release matches schemas.lock in content (its parsed documents; formatting "
+        "may differ), the lock covers every declared version, and its keys are versions and file names",
+        'a release asset with a changed value; a lock key "../../x"',
         "the asset the lock was written from",
     ),
     (
         "schemas-fetch",
         "schemas",
-        "the Kueue release manifests can be downloaded and are a Kueue release",
-        "a URL template answering 404",
+        "the Kueue release manifests can be downloaded (http, https or a regular local file, within the "
+        "size cap and the deadline) and are a Kueue release the hardened reader accepts",
+        "a URL template answering 404; a server sending a byte a second; an alias bomb",
         "kueueManifestsURL of base/platform.yaml",
     ),
     (
@@ -438,8 +440,9 @@ def _boundary() -> list[RuleDoc]:
     """The trust-boundary rules documented beside their code (reads, kustomizations, amounts, the swap)."""
     from gputenancy.build import swap
     from gputenancy.inputs import amounts, confine, kustomizations
+    from gputenancy.versions import releasedata
 
-    docs = {**confine.DOCS, **kustomizations.DOCS, **amounts.DOCS, **swap.DOCS}
+    docs = {**confine.DOCS, **kustomizations.DOCS, **amounts.DOCS, **swap.DOCS, **releasedata.DOCS}
     out = []
     for rule_id, doc in docs.items():
         stage = (
@@ -449,6 +452,8 @@ def _boundary() -> list[RuleDoc]:
             if rule_id.startswith("kustomize-") or rule_id == "cluster-kustomization"
             else "write"
             if rule_id.startswith("generated-")
+            else "schemas"
+            if rule_id.startswith("schemas-")
             else "model"
         )
         out.append(dataclasses.replace(_model_doc(rule_id, doc), stage=stage))

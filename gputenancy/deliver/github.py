@@ -1,7 +1,10 @@
 """GitHub glue for pull requests: one sticky plan comment, updated in place, and the job summary.
 
 `pr-comment` finds its earlier comment by a hidden marker (paging through every comment of the pull
-request), then PATCHes it, or POSTs a new one when there is none. The token comes from GITHUB_TOKEN,
+request), then PATCHes it, or POSTs a new one when there is none. Only a comment written by the
+identity that posts counts as its own: the authenticated user (`GET /user`), or
+`github-actions[bot]` for a workflow's installation token (which may not read `/user`). A comment
+by anyone else that starts with the marker is never PATCHed; the plan gets a comment of its own. The token comes from GITHUB_TOKEN,
 the repository and pull request from GITHUB_REPOSITORY and the event file GITHUB_EVENT_PATH (or the
 command line), the API from GITHUB_API_URL (GitHub Enterprise Server works the same). Only the REST
 API origin ever receives the token: redirects and pagination links to another origin are refused.
@@ -31,7 +34,7 @@ TIMEOUT_SECONDS = 30.0
 PER_PAGE = 100
 MAX_PAGES = 300
 
-_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\Z")
 _LINK = re.compile(r'<([^>]+)>\s*;\s*rel="([^"]+)"')
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 
@@ -233,8 +236,33 @@ def _next_link(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def find_comment(pr: PullRequest) -> dict[str, Any] | None:
-    """The first comment of the pull request whose body starts with the marker, through every page."""
+ACTIONS_BOT = "github-actions[bot]"
+
+
+def identity(pr: PullRequest) -> str:
+    """The login the token posts as: the authenticated user, or github-actions[bot] when the token
+    is a workflow's, which GitHub answers with 403 (or 404 on some servers) at /user."""
+    try:
+        user, _ = _request(pr, "GET", f"{pr.api}/user")
+    except GitHubError as exc:
+        if isinstance(exc.__cause__, urllib.error.HTTPError) and exc.__cause__.code in (403, 404):
+            return ACTIONS_BOT
+        raise
+    login = user.get("login") if isinstance(user, dict) else None
+    if not isinstance(login, str) or not login:
+        raise GitHubError(f"GET {pr.api}/user: the response has no login")
+    return login
+
+
+def _author(comment: Mapping[str, Any]) -> str | None:
+    user = comment.get("user")
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) else None
+
+
+def find_comment(pr: PullRequest, author: str | None = None) -> dict[str, Any] | None:
+    """The first comment of the pull request whose body starts with the marker, through every page;
+    with `author`, only one written by that login."""
     url: str | None = f"{pr.comments_url}?per_page={PER_PAGE}"
     seen: set[str] = set()
     while url is not None:
@@ -245,17 +273,21 @@ def find_comment(pr: PullRequest) -> dict[str, Any] | None:
         if not isinstance(page, list):
             raise GitHubError(f"GET {url}: expected a list of comments")
         for comment in page:
-            if isinstance(comment, dict) and str(comment.get("body") or "").lstrip().startswith(MARKER):
+            if (
+                isinstance(comment, dict)
+                and str(comment.get("body") or "").lstrip().startswith(MARKER)
+                and (author is None or _author(comment) == author)
+            ):
                 return comment
         url = _next_link(headers)
     return None
 
 
 def upsert_comment(pr: PullRequest, body: str) -> Upserted:
-    """PATCH the marked comment when there is one, else POST a new one."""
+    """PATCH the marked comment this identity wrote when there is one, else POST a new one."""
     if not body.startswith(MARKER):
         raise ValueError("the body must start with the marker (use comment_body)")
-    existing = find_comment(pr)
+    existing = find_comment(pr, identity(pr))
     if existing is not None:
         answer, _ = _request(pr, "PATCH", pr.comment_url(int(existing["id"])), {"body": body})
         action = "updated"

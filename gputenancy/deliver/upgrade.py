@@ -17,13 +17,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gputenancy.inputs.spec import Model
 from gputenancy.versions import gates as kueuegates
-from gputenancy.versions import releases
+from gputenancy.versions import releasedata, releases
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_FIELDS = 6
 
 
@@ -65,8 +62,11 @@ def version_changes(plan: Any) -> Iterator[tuple[str, str, str]]:
 
 
 def _load(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The objects of a release file by (kind, name), read as hostile input: a file the pipeline
+    could not walk (an alias bomb, a CRD whose `versions` is not a list) is a PipelineError naming
+    it (`releasedata`), never a MemoryError or KeyError."""
     out = {}
-    for doc in yaml.load_all(path.read_bytes(), Loader=_Loader):
+    for doc in releasedata.load(path):
         if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict):
             out[(str(doc.get("kind")), str(doc["metadata"].get("name")))] = doc
     return out

@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from gputenancy.findings import Origin
-from gputenancy.inputs import quantity
+from gputenancy.inputs import amounts, quantity
 from gputenancy.inputs.amount import Amount
 from gputenancy.inputs.quantity import Quantity
 
@@ -166,12 +166,19 @@ def mib(value: str | int | float) -> int:
 
 
 def whole(value: str | int | float, what: str) -> int:
-    """A vGPU count or a percent: a non-negative whole number (HAMi's resources are integers)."""
+    """A vGPU count, a card count, a split count or a percent: a non-negative whole number (HAMi's
+    resources are integers), written plainly like a device count (`2k`, `2e3`, `4.0` are refused
+    whatever `overcommit` says)."""
     q = quantity.parse(value)
     if q.is_negative():
         raise UnitError(f"{what} must not be negative, got {value!r}")
     if not q.is_integer():
         raise UnitError(f"{what} must be a whole number, got {value!r} ({q.value.normalize():f})")
+    if amounts.device_count_problem(value) is not None:
+        raise UnitError(
+            f"{what} must be a plain whole number (digits only: no suffix, exponent or decimal point), "
+            f"got {value!r}"
+        )
     return int(q.value)
 
 
