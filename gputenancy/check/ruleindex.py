@@ -128,6 +128,13 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "`- flavor: h100` with `devices: {gpu.nvidia.com: 1}`",
     ),
     (
+        "tenant-file-place",
+        "read",
+        "tenant files are directly in tenants/, named <tenant>.yaml or <tenant>.yml",
+        "tenants/ml/vision.yaml, tenants/vision.YAML",
+        "tenants/vision.yaml",
+    ),
+    (
         "tenant-name-file",
         "model",
         "a tenant's name equals its file name",
