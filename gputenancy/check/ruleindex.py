@@ -489,8 +489,20 @@ def all_rules() -> list[RuleDoc]:
     )
     seen: dict[str, RuleDoc] = {}
     for doc in sorted(out, key=lambda d: order.index(d.stage) if d.stage in order else len(order)):
-        seen.setdefault(doc.id, doc)
+        seen.setdefault(doc.id, dataclasses.replace(doc, summary=styled(doc.summary)))
     return list(seen.values())
+
+
+def styled(summary: str) -> str:
+    """One style for every rule's description, whichever registry wrote it: a sentence starting with a
+    capital (an identifier such as `lendingLimit` or `flavors[j]` keeps its spelling), and the severity
+    of a rule that is not an error as a `(warning)` or `(note)` prefix."""
+    level = re.match(r"\((warning|note)\)\s*|(warning|note):\s*", summary)
+    if level:
+        summary = summary[level.end() :]
+    if re.match(r"[a-z]+\b(?![./\[(_-])", summary):
+        summary = summary[0].upper() + summary[1:]
+    return f"({level.group(1) or level.group(2)}) {summary}" if level else summary
 
 
 def ids() -> list[str]:
