@@ -243,8 +243,10 @@ class _Job:
             newer = gitrepo.descends(self.source, theirs, self.head.hexsha)
             if newer is None:
                 raise gitrepo.fail(
-                    f"{branch} was last published from source commit {theirs}, which this repository does "
-                    "not have even after fetching: cannot tell whether it is newer; fetch it and retry",
+                    f"{branch} of {url} was last published from source commit {theirs}, which this "
+                    "repository does not have even after fetching: cannot tell whether it is newer; fetch "
+                    f"it (`git fetch origin {theirs}`) and publish again",
+                    path=str(self.root),
                     rule="publish-stale",
                 )
             if newer and not first:  # a newer source was published while we retried: nothing to do
@@ -252,8 +254,10 @@ class _Job:
                 return Outcome("superseded", text, tip.hexsha)
             if newer:
                 raise gitrepo.fail(
-                    f"stale: {branch} was already published from source commit {theirs}, which is newer than "
-                    f"{self.head.hexsha}; refusing to move the deploy branch backwards (nothing pushed)",
+                    f"{branch} of {url} was already published from source commit {theirs}, which is newer "
+                    f"than this checkout's HEAD {self.head.hexsha}: the deploy branch never goes backwards "
+                    "(nothing pushed); update this checkout (`git pull`) and publish again",
+                    path=str(self.root),
                     rule="publish-stale",
                 )
         against = gitrepo.read_trees_at(tip, self.path) if tip is not None else {}
