@@ -6,17 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import trees
-
-from gputenancy import engine
-from gputenancy.findings import Finding, PipelineError
-
-
-def findings_for(root: Path) -> list[Finding]:
-    try:
-        _, found = engine.check_only(root)
-    except PipelineError as exc:
-        return exc.findings
-    return found
+from test_rules import findings_for
 
 
 def test_claim_coverage_names_the_fix_and_the_fix_works(tmp_path: Path) -> None:

@@ -5,21 +5,10 @@ where it must be (`tenant-file-place`), and nothing is written."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import trees
-
-
-def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(trees.REPO / "pipeline.py"), "--root", str(root), "--no-cache", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+from test_cli_ux import pipeline
 
 
 def test_misplaced_tenant_files_are_findings_that_say_where_they_belong(tmp_path: Path) -> None:
@@ -32,7 +21,7 @@ def test_misplaced_tenant_files_are_findings_that_say_where_they_belong(tmp_path
     (root / "tenants" / ".hidden").mkdir()
     (root / "tenants" / ".hidden" / "x.yaml").write_text("ignored: true\n")
     for command in ("validate", "render"):
-        done = pipeline(root, command)
+        done = pipeline(command, cwd=root)
         assert done.returncode == 1, done.stdout
         assert "Traceback" not in done.stderr
         lines = done.stdout.splitlines()
@@ -51,12 +40,12 @@ def test_misplaced_tenant_files_are_findings_that_say_where_they_belong(tmp_path
 def test_yml_files_are_read_and_a_name_taken_twice_says_so(tmp_path: Path) -> None:
     root = trees.example(tmp_path)
     shutil.move(root / "tenants" / "speech.yaml", root / "tenants" / "speech.yml")
-    done = pipeline(root, "validate")
+    done = pipeline("validate", cwd=root)
     assert done.returncode == 0, done.stdout
     assert done.stdout.startswith("ok: 4 tenants"), done.stdout
     (root / "tenants" / "ml").mkdir()
     shutil.copy(root / "tenants" / "nlp.yaml", root / "tenants" / "ml" / "nlp.yaml")
-    done = pipeline(root, "validate")
+    done = pipeline("validate", cwd=root)
     assert done.returncode == 1
     assert "move it to tenants/nlp.yaml (a file of that name exists: merge the two) (tenant-file-place)" in (
         done.stdout

@@ -5,12 +5,11 @@ terms (`<block end>`, `mapping values are not allowed here`) never reach the use
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import trees
+from test_cli_ux import pipeline
 
 from gputenancy.findings import PipelineError
 from gputenancy.inputs.source import load_text
@@ -112,13 +111,7 @@ def test_validate_reports_every_broken_file_in_one_run(tmp_path: Path) -> None:
         text = broken(case, old, new)
         (root / "tenants" / f"{case}.yaml").write_text(text)
         expected.append((f"tenants/{case}.yaml:{line_of(text, line)}:", words))
-    done = subprocess.run(
-        [sys.executable, str(trees.REPO / "pipeline.py"), "--root", str(root), "--no-cache", "validate"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = pipeline("validate", cwd=root)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     out = done.stdout.splitlines()
