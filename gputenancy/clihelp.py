@@ -148,7 +148,7 @@ MAIN_EPILOG = (
     "that reads the repository; --no-cache: those that render). Without --root, the repository root is the nearest directory "
     "above the current one holding base/platform.yaml.\n\n"
     "exit codes:\n  0  fine\n  1  errors (findings printed as file:line:col: error: message (rule))\n"
-    "  2  plan: changes; any command: no or an unknown command (this help)\n\n"
+    "  2  plan: changes; otherwise a usage error, or no command given (this help is printed)\n\n"
     "example:\n  python pipeline.py validate\n  python pipeline.py render\n"
     "  python pipeline.py plan --against origin/main\n\n"
     "`python pipeline.py COMMAND --help` describes a command, its exit codes and an example."

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 import trees
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_cli_ux import pipeline
 
 from gputenancy.findings import PipelineError
@@ -123,3 +125,33 @@ def test_validate_reports_every_broken_file_in_one_run(tmp_path: Path) -> None:
         )
     assert not any(j in done.stdout for j in JARGON), done.stdout
     assert not (root / "generated").exists()
+
+
+EDITS = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=len(SPEECH) - 1),
+        st.sampled_from(["", " ", ":", "-", "[", "{", "'", '"', "\n", "  ", "#", ","]),
+        st.integers(min_value=0, max_value=2),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=200, deadline=None, database=None, derandomize=True)
+@given(EDITS)
+def test_any_broken_file_is_a_finding_in_words_never_a_crash(edits: list[tuple[int, str, int]]) -> None:
+    """Characters inserted or deleted anywhere: the reader either loads the file or reports findings
+    whose syntax message carries no parser token names; the wording never raises."""
+    text = SPEECH
+    for at, insert, delete in edits:
+        at = min(at, len(text))
+        text = text[:at] + insert + text[at + delete :]
+    try:
+        load_text(text, "tenants/speech.yaml")
+    except PipelineError as exc:
+        for f in exc.findings:
+            assert f.line >= 0 and f.col >= 0
+            if f.rule == "source-syntax":
+                assert "<" not in f.message.replace("<tenant>", ""), f.message
+                assert 1 <= f.line <= text.count("\n") + 1, (f.format(), text)
