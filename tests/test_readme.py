@@ -165,7 +165,7 @@ def test_the_readme_counts_the_tests_honestly() -> None:
 
 
 def test_every_risk_in_the_table_is_an_id_the_deliver_code_emits() -> None:
-    table = page("plan-and-publish.md").split("### Risk flags", 1)[1].split("\n### ", 1)[0]
+    table = page("plan-and-publish.md").split("## Risk flags", 1)[1].split("\n## ", 1)[0]
     risks = re.findall(r"^\| `([a-z-]+)` \|", table, re.M)
     assert len(risks) >= 9
     code = "".join(p.read_text() for p in (trees.REPO / "gputenancy" / "deliver").glob("*.py"))
