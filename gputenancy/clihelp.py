@@ -4,6 +4,7 @@ and where the repository root is when --root is not given."""
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from pathlib import Path
 
 
@@ -144,9 +145,13 @@ GLOBALS: dict[str, tuple[str, ...]] = {
 }
 
 MAIN_EPILOG = (
-    "--root and --no-cache go before the command, or after it where they act (--root: every command "
-    "that reads the repository; --no-cache: those that render). Without --root, the repository root is the nearest directory "
-    "above the current one holding base/platform.yaml.\n\n"
+    textwrap.fill(
+        "--root and --no-cache go before the command, or after it where they act (--root: every command "
+        "that reads the repository; --no-cache: those that render). Without --root, the repository root "
+        "is the nearest directory above the current one holding base/platform.yaml.",
+        100,
+    )
+    + "\n\n"
     "exit codes:\n  0  fine\n  1  errors (findings printed as file:line:col: error: message (rule))\n"
     "  2  plan: changes; otherwise a usage error, or no command given (this help is printed)\n\n"
     "example:\n  python pipeline.py validate\n  python pipeline.py render\n"
