@@ -155,3 +155,15 @@ def test_any_broken_file_is_a_finding_in_words_never_a_crash(edits: list[tuple[i
             if f.rule == "source-syntax":
                 assert "<" not in f.message.replace("<tenant>", ""), f.message
                 assert 1 <= f.line <= text.count("\n") + 1, (f.format(), text)
+
+
+def test_the_examples_in_the_docs_are_what_the_reader_prints() -> None:
+    section = (trees.REPO / "docs" / "inputs.md").read_text().split("## YAML mistakes, in plain words", 1)[1]
+    shown = section.split("```\n", 1)[1].split("```", 1)[0].splitlines()
+    printed = []
+    for case in ("less-indented", "missing-space", "unclosed-bracket"):
+        (old, new), _, _ = CASES[case]
+        with pytest.raises(PipelineError) as caught:
+            load_text(SPEECH.replace(old, new), "tenants/speech.yaml")
+        printed += [f.format() for f in caught.value.findings if f.rule == "source-syntax"]
+    assert shown == printed

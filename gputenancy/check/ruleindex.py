@@ -60,7 +60,14 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "a UTF-8 file",
     ),
     ("source-tab", "read", "indentation uses spaces", "a tab before `name:`", "two spaces"),
-    ("source-syntax", "read", "the file is valid YAML", "`name: [a` (unclosed flow sequence)", "`name: a`"),
+    (
+        "source-syntax",
+        "read",
+        "the file is valid YAML; a mistake is named in plain words at the line to change (a key indented "
+        "unlike the keys beside it, a missing space after ':', a bracket or quote never closed)",
+        "`cpu:32` (missing space after ':'); `name: [a` (the '[' is never closed)",
+        "`cpu: 32`; `name: [a]`",
+    ),
     (
         "source-duplicate-key",
         "read",
