@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
             epilog=h.epilog(),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        _globals(sp, suppress=True, acting=clihelp.GLOBALS[name])
+        _globals(sp, suppress=True, acting=clihelp.acting(name))
         return sp
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -97,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=fetch_help.epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _globals(fetch_p, suppress=True, acting=clihelp.GLOBALS["schemas"])
+    _globals(fetch_p, suppress=True, acting=clihelp.acting("schemas"))
     fetch_p.add_argument(
         "--update", action="store_true", help="download every version again, rewrite schemas.lock"
     )
@@ -373,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shown = parser if args.command is None else _subparser(parser, "schemas")
         sys.stdout.write(shown.format_help())
         return 2
-    if "--root" not in clihelp.GLOBALS[args.command]:  # a command that reads no repository
+    if "--root" not in clihelp.acting(args.command):  # a command that reads no repository
         for flag, given in (("--root", args.root is not None), ("--no-cache", args.no_cache)):
             if given:
                 parser.error(f"{flag} has no effect on `{args.command}`")

@@ -130,7 +130,7 @@ SUBCOMMANDS: dict[str, Help] = {
     ),
 }
 
-# The global options each command acts on; elsewhere they are not offered.
+# The global options each command acts on where not both (see `acting`); elsewhere they are not offered.
 GLOBALS: dict[str, tuple[str, ...]] = {
     "validate": ("--root", "--no-cache"),
     "render": ("--root", "--no-cache"),
@@ -143,6 +143,12 @@ GLOBALS: dict[str, tuple[str, ...]] = {
     "pr-comment": (),
     "job-summary": (),
 }
+
+
+def acting(command: str) -> tuple[str, ...]:
+    """The global options `command` acts on: both, unless GLOBALS says otherwise."""
+    return GLOBALS.get(command, ("--root", "--no-cache"))
+
 
 MAIN_EPILOG = (
     textwrap.fill(
