@@ -1,7 +1,7 @@
 """Named policy rules over the model: the one table of them (RULES), running them, and their documentation.
 
 Each rule is one function in its family's module (`placement`, `budgets`, `devices`, `capacity`,
-`boundary`, `versionrules`) listed in
+`boundary`, `versionrules`, `destinations`) listed in
 RULES; its docstring is its documentation (`python pipeline.py rules` prints them) with a passing and a
 failing example.
 """
@@ -12,7 +12,17 @@ from collections.abc import Callable, Iterable
 
 from gputenancy.findings import Finding
 from gputenancy.inputs.spec import Model
-from gputenancy.policy import boundary, budgets, capacity, devices, draquota, hami, placement, versionrules
+from gputenancy.policy import (
+    boundary,
+    budgets,
+    capacity,
+    destinations,
+    devices,
+    draquota,
+    hami,
+    placement,
+    versionrules,
+)
 from gputenancy.policy.catalog import Catalog as Catalog
 from gputenancy.policy.catalog import effective_catalog as effective_catalog
 
@@ -48,6 +58,9 @@ RULES: dict[str, Rule] = {
     "dra-capacity-quota": draquota.dra_capacity_quota,
     "kueue-version-unsupported": versionrules.kueue_version_unsupported,
     "k8s-version-unsupported": versionrules.k8s_version_unsupported,
+    "argocd-destination-duplicate": destinations.argocd_destination_duplicate,
+    "argocd-destination-unknown": destinations.argocd_destination_unknown,
+    "argocd-destination-split": destinations.argocd_destination_split,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 
