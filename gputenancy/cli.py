@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +18,22 @@ from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs import spec
 
 
-def _globals(p: argparse.ArgumentParser, *, suppress: bool) -> None:
+def _globals(
+    p: argparse.ArgumentParser, *, suppress: bool, acting: tuple[str, ...] = ("--root", "--no-cache")
+) -> None:
     """--root and --no-cache, accepted before and after the command (after it, SUPPRESS keeps a value
-    given before the command when it is not repeated)."""
+    given before the command when it is not repeated); after a command, only those it acts on."""
     root_default: Any = argparse.SUPPRESS if suppress else None
-    p.add_argument(
-        "--root",
-        type=Path,
-        default=root_default,
-        help="repository root (default: the nearest directory at or above the current one with "
-        "base/platform.yaml)",
-    )
+    if "--root" in acting:
+        p.add_argument(
+            "--root",
+            type=Path,
+            default=root_default,
+            help="repository root (default: the nearest directory at or above the current one with "
+            "base/platform.yaml)",
+        )
+    if "--no-cache" not in acting:
+        return
     p.add_argument(
         "--no-cache",
         action="store_true",
@@ -42,20 +48,21 @@ def _parser() -> argparse.ArgumentParser:
         prog="pipeline.py",
         description="GPU tenancy on Kubernetes: tenants/ + base/ + overlays/ -> generated/<cluster>/ for Argo CD.",
         epilog=clihelp.MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _globals(p, suppress=False)
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str) -> argparse.ArgumentParser:
         h = clihelp.COMMANDS[name]
         sp = sub.add_parser(
             name,
             help=h.summary,
-            description=h.description,
+            description=textwrap.fill(h.description, 100),
             epilog=h.epilog(),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        _globals(sp, suppress=True)
+        _globals(sp, suppress=True, acting=clihelp.acting(name))
         return sp
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -82,11 +89,15 @@ def _parser() -> argparse.ArgumentParser:
     rp = command("rules")
     rp.add_argument("rule_id", nargs="?", metavar="ID", help="explain this rule")
     sc = command("schemas")
-    fetch_p = sc.add_subparsers(dest="schemas_command", required=True).add_parser(
+    fetch_help = clihelp.SUBCOMMANDS["schemas fetch"]
+    fetch_p = sc.add_subparsers(dest="schemas_command", metavar="SUBCOMMAND").add_parser(
         "fetch",
-        help="download the release manifests of every declared Kueue version, verified by schemas.lock",
+        help=fetch_help.summary,
+        description=textwrap.fill(fetch_help.description, 100),
+        epilog=fetch_help.epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _globals(fetch_p, suppress=True)
+    _globals(fetch_p, suppress=True, acting=clihelp.acting("schemas"))
     fetch_p.add_argument(
         "--update", action="store_true", help="download every version again, rewrite schemas.lock"
     )
@@ -222,10 +233,22 @@ def cmd_validate(root: Path, cluster: str | None, schemas: Path | None, fmt: str
 
 def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str | None, *, check: bool) -> int:
     result = engine.run(root, cluster=cluster, schemas=schemas)
-    if result.failed:
+    json_out = (fmt or report.default_format()) == "json"
+    if result.failed or not json_out:
         _print_findings(result.findings, fmt, result.notes)
+    if result.failed:
         return 1
-    _print_findings(result.findings, fmt, result.notes)
+    told: list[str] = []
+    say: Callable[[str], object] = told.append if json_out else print
+    code = _write_or_check(root, cluster, result, say, check=check)
+    if json_out:  # what render and check say, as notes of the one JSON document
+        _print_findings(result.findings, fmt, [*result.notes, *"\n".join(told).splitlines()])
+    return code
+
+
+def _write_or_check(
+    root: Path, cluster: str | None, result: engine.Result, say: Callable[[str], object], *, check: bool
+) -> int:
     trees = {name: c.tree for name, c in result.clusters.items()}
     parent = root / output.GENERATED
     if check:
@@ -256,25 +279,25 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
         differences += [f"{name}: - (whole cluster directory)" for name in stale_dirs]
         stale = _stale_files(root, _derived_files(result.model))
         if differences:
-            print("generated/ is out of date; run `python pipeline.py render`:")
-            print("\n".join(f"  {d}" for d in differences))
+            say("generated/ is out of date; run `python pipeline.py render`:")
+            say("\n".join(f"  {d}" for d in differences))
         if stale:
-            print("files rendered from the inputs are out of date; run `python pipeline.py render`:")
-            print("\n".join(f"  {d}" for d in stale))
+            say("files rendered from the inputs are out of date; run `python pipeline.py render`:")
+            say("\n".join(f"  {d}" for d in stale))
         if differences or stale:
             return 1
-        print(f"generated/ is up to date ({sum(len(t) for t in trees.values())} files)")
+        say(f"generated/ is up to date ({sum(len(t) for t in trees.values())} files)")
         return 0
     from gputenancy.build import swap
 
     cleaned = swap.prepare(root, parent)
     if cleaned:
-        print(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
+        say(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
     derived = _derived_files(result.model)
     _stale_files(root, derived)  # refuses linked paths before anything is written
     changed = swap.write_trees(root, parent, trees, prune=cluster is None)
     changed += _write_files(root, derived)
-    print(f"rendered {sum(len(t) for t in trees.values())} files; changed: {', '.join(changed) or 'nothing'}")
+    say(f"rendered {sum(len(t) for t in trees.values())} files; changed: {', '.join(changed) or 'nothing'}")
     return 0
 
 
@@ -347,7 +370,17 @@ def boundary_docs() -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None or (args.command == "schemas" and args.schemas_command is None):
+        # `pipeline.py` or `pipeline.py schemas` alone: the help that names what to type, not a usage error
+        shown = parser if args.command is None else _subparser(parser, "schemas")
+        sys.stdout.write(shown.format_help())
+        return 2
+    if "--root" not in clihelp.acting(args.command):  # a command that reads no repository
+        for flag, given in (("--root", args.root is not None), ("--no-cache", args.no_cache)):
+            if given:
+                parser.error(f"{flag} has no effect on `{args.command}`")
     from gputenancy import interrupt
 
     with (
@@ -360,6 +393,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _main(args)
         except interrupt.Interrupted as exc:
             return stopped(exc)
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    found: argparse.ArgumentParser = action.choices[name]
+    return found
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ and where the repository root is when --root is not given."""
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from pathlib import Path
 
 
@@ -86,13 +87,11 @@ COMMANDS: dict[str, Help] = {
         ("python pipeline.py rules", "python pipeline.py rules capacity"),
     ),
     "schemas": Help(
-        "Kueue release manifests (CRDs, install) for validation and plans",
-        "`schemas fetch` downloads the release manifests of every Kueue version the clusters declare (and "
-        "every version in schemas.lock) into the schemas directory, verified against schemas.lock (the "
-        "parsed content of each file: formatting may differ); --update downloads them again and rewrites "
-        "the lock.",
-        ((0, "fetched and verified"), (1, "a download failed or does not match schemas.lock")),
-        ("python pipeline.py schemas fetch", "python pipeline.py schemas fetch --update"),
+        "Kueue release manifests (CRDs, install) for validation and plans: `schemas fetch`",
+        "Kueue's release manifests, kept in the schemas directory (--schemas, $GPUTENANCY_SCHEMAS or "
+        ".gputenancy-schemas/) for CRD validation and upgrade plans. One subcommand: fetch.",
+        ((0, "done"), (1, "errors (see the subcommand)"), (2, "no subcommand given: this help is printed")),
+        ("python pipeline.py schemas fetch", "python pipeline.py schemas fetch --help"),
     ),
     "pr-comment": Help(
         "create or update the sticky plan comment on a pull request",
@@ -118,9 +117,62 @@ COMMANDS: dict[str, Help] = {
     ),
 }
 
+SUBCOMMANDS: dict[str, Help] = {
+    "schemas fetch": Help(
+        "download the release manifests of every declared Kueue version, verified by schemas.lock",
+        "Download the release manifests.yaml of every Kueue version the clusters declare (and every "
+        "version already in schemas.lock, so the version a cluster upgrades from stays available to "
+        "plan) from kueueManifestsURL of base/platform.yaml (or --url), cut each CRD out of it, and keep "
+        "both in the schemas directory, verified against schemas.lock (the parsed content of each "
+        "file: formatting may differ, content may not). Versions whose files already "
+        "match the lock are not downloaded again; a download that differs from the lock is refused. "
+        "--update downloads every version again and rewrites schemas.lock: review its diff. Nothing is "
+        "changed unless every download succeeds.",
+        (
+            (0, "fetched and verified"),
+            (1, "a download failed, is not a Kueue release, or does not match schemas.lock"),
+        ),
+        (
+            "python pipeline.py schemas fetch",
+            "python pipeline.py schemas fetch --update      # after changing a kueue.version",
+            "python pipeline.py schemas fetch --url 'file:///mirror/kueue/{version}/manifests.yaml'",
+        ),
+    ),
+}
+
+# The global options each command acts on where not both (see `acting`); elsewhere they are not offered.
+GLOBALS: dict[str, tuple[str, ...]] = {
+    "validate": ("--root", "--no-cache"),
+    "render": ("--root", "--no-cache"),
+    "check": ("--root", "--no-cache"),
+    "plan": ("--root", "--no-cache"),
+    "publish": ("--root", "--no-cache"),
+    "budgets": ("--root", "--no-cache"),
+    "schemas": ("--root",),
+    "report": ("--root",),
+    "rules": (),
+    "pr-comment": (),
+    "job-summary": (),
+}
+
+
+def acting(command: str) -> tuple[str, ...]:
+    """The global options `command` acts on: both, unless GLOBALS says otherwise."""
+    return GLOBALS.get(command, ("--root", "--no-cache"))
+
+
 MAIN_EPILOG = (
-    "Global options (--root, --no-cache) go before or after the command. Without --root, the "
-    "repository root is the nearest directory above the current one holding base/platform.yaml.\n\n"
+    textwrap.fill(
+        "--root and --no-cache go before the command, or after it where they act (--root: every command "
+        "that reads the repository; --no-cache: those that render). Without --root, the repository root "
+        "is the nearest directory above the current one holding base/platform.yaml.",
+        100,
+    )
+    + "\n\n"
+    "exit codes:\n  0  fine\n  1  errors (findings printed as file:line:col: error: message (rule))\n"
+    "  2  plan: changes; otherwise a usage error, or no command given (this help is printed)\n\n"
+    "example:\n  python pipeline.py validate\n  python pipeline.py render\n"
+    "  python pipeline.py plan --against origin/main\n\n"
     "`python pipeline.py COMMAND --help` describes a command, its exit codes and an example."
 )
 

@@ -10,6 +10,9 @@ from gputenancy import safetext
 from gputenancy.findings import Finding, Severity, ordered
 
 FORMATS = ("text", "github", "json")
+FINDINGS_SCHEMA = "gputenancy.findings/v1"
+"""The schema id of the JSON findings document (validate, render, check, schemas fetch --format json;
+plan --format json when the render fails)."""
 
 
 def default_format() -> str:
@@ -83,6 +86,7 @@ def format_findings(
         return (
             json.dumps(
                 {
+                    "schema": FINDINGS_SCHEMA,
                     "findings": [
                         {
                             "path": f.path,

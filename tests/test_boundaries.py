@@ -402,7 +402,7 @@ def test_binary_quantities_at_the_1024_boundary(given: str, canonical: str) -> N
 # ------------------------------------------------------------------------------ source limits
 
 
-DOCUMENTED_LIMIT = 256 * 1024  # README, Input reference: "at most 256 KiB"
+DOCUMENTED_LIMIT = 256 * 1024  # docs/inputs.md: "at most 256 KiB"
 
 
 @pytest.mark.parametrize("over", [0, 1, 2, 4096])

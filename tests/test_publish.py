@@ -232,7 +232,9 @@ def test_stale_source_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[s
     published = tip(remote)
     assert run(tmp_path / "old-checkout", "--repo", str(remote)) == 1
     out = capsys.readouterr().out
-    assert f"stale: main was already published from source commit {newer}" in out and "nothing pushed" in out
+    old = tmp_path / "old-checkout"
+    assert f"{old}: error: main of {remote} was already published from source commit {newer}" in out
+    assert "nothing pushed" in out and "update this checkout (`git pull`) and publish again" in out
     assert tip(remote) == published
 
 

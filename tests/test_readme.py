@@ -1,11 +1,17 @@
-"""README.md says what the commands do: every `python pipeline.py ...` it shows names a real command
-and only options that command accepts, every risk in its table is one the plan can raise, and every
-rule id it names is listed by `python pipeline.py rules`."""
+"""README.md and the pages of docs/ say what the code does: the README is the front door (short, with
+its contents, set-up, walkthrough and how-tos on the first screen, the test command the CI script
+runs, honest numbers), every docs page is linked from it, every relative link resolves (anchors
+included), every `python pipeline.py ...` shown names a real command and only options that command
+accepts, every risk in the plan's table is one the plan can raise, and every rule id the rules page
+names is listed by `python pipeline.py rules`."""
 
 from __future__ import annotations
 
 import argparse
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import trees
@@ -13,7 +19,14 @@ import trees
 from gputenancy.check import ruleindex
 from gputenancy.cli import _parser
 
-README = (trees.REPO / "README.md").read_text()
+README_PATH = trees.REPO / "README.md"
+README = README_PATH.read_text()
+DOCS = sorted((trees.REPO / "docs").glob("*.md"))
+PAGES = [README_PATH, *DOCS, trees.REPO / "argocd" / "README.md"]
+
+
+def page(name: str) -> str:
+    return (trees.REPO / "docs" / name).read_text()
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
@@ -22,11 +35,15 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
     return dict(action.choices)
 
 
-def invocations() -> list[str]:
-    """`python pipeline.py ...` as shown in code blocks and inline code."""
-    found = re.findall(r"^\$? ?(python pipeline\.py [^\n#]*)", README, re.M)
-    found += re.findall(r"`(python pipeline\.py [^`]*)`", README)
-    return sorted({f.strip() for f in found})
+def invocations() -> list[tuple[str, str]]:
+    """`python pipeline.py ...` as shown in code blocks and inline code, with the page showing it."""
+    found = []
+    for path in PAGES:
+        text = path.read_text()
+        lines = re.findall(r"^\$? ?(python pipeline\.py [^\n#`]*)", text, re.M)
+        lines += re.findall(r"`(python pipeline\.py [^`]*)`", text.replace("\n", " "))
+        found += [(path.relative_to(trees.REPO).as_posix(), line.strip()) for line in lines]
+    return sorted(set(found))
 
 
 def options(parser: argparse.ArgumentParser) -> set[str]:
@@ -39,30 +56,116 @@ def options(parser: argparse.ArgumentParser) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("line", invocations())
-def test_every_documented_invocation_uses_a_real_command_and_real_options(line: str) -> None:
+@pytest.mark.parametrize(("where", "line"), invocations())
+def test_every_documented_invocation_uses_a_real_command_and_real_options(where: str, line: str) -> None:
     commands = subcommands()
     words = [w for w in re.split(r"[\s\[\]|]+", line.removeprefix("python pipeline.py")) if w]
-    named = [w for w in words if w in commands or w == "COMMAND"]
-    assert named, f"no command in {line!r}"
-    if named[0] == "COMMAND":
+    named = [w for w in words if w in commands or w in ("COMMAND", "<command>")]
+    assert named, f"{where}: no command in {line!r}"
+    if named[0] in ("COMMAND", "<command>"):
         return
     accepted = options(commands[named[0]])
     for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*", line):
-        assert flag in accepted, f"{line!r}: {named[0]} has no option {flag}"
+        assert flag in accepted, f"{where}: {line!r}: {named[0]} has no option {flag}"
 
 
-def test_the_documented_commands_are_all_the_commands() -> None:
-    shown = {m for line in invocations() for m in line.split()[2:3]}
+def test_the_readme_shows_every_command_as_an_invocation() -> None:
     for command in subcommands():  # shown as an invocation, not merely a word somewhere in the README
         assert re.search(rf"pipeline\.py(?: \[[^\]]*\])* {re.escape(command)}\b", README), command
-    assert {"validate", "render", "check", "budgets", "rules", "plan", "publish"} <= shown | set(
-        re.findall(r"python pipeline\.py \[[^\]]*\](?: \[[^\]]*\])* (\w[\w-]*)", README)
+
+
+def test_the_readme_is_a_front_door() -> None:
+    lines = README.splitlines()
+    assert len(lines) <= 300, "reference material belongs in docs/"
+    first_screen = "\n".join(lines[:40])
+    for section in ("#set-up", "#five-minute-walkthrough", "#how-tos", "#reference"):
+        assert f"]({section}" in first_screen, section
+    headings = re.findall(r"^## (.+)$", README, re.M)
+    assert headings[:4] == ["Contents", "Set up", "Five-minute walkthrough: change a budget", "How-tos"]
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", path.read_text(), flags=re.M | re.S)  # no headings in code blocks
+    return {slug(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def links(path: Path) -> list[str]:
+    text = re.sub(r"^```.*?^```", "", path.read_text(), flags=re.M | re.S)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return re.findall(r"\]\(([^)\s]+)\)", text)
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.relative_to(trees.REPO).as_posix())
+def test_every_relative_link_resolves(path: Path) -> None:
+    for link in links(path):
+        if re.match(r"[a-z]+:", link):
+            continue  # https://, mailto:
+        target, _, anchor = link.partition("#")
+        file = (path.parent / target).resolve() if target else path
+        assert file.exists(), f"{path.name}: {link}: no such file"
+        if anchor:
+            assert file.suffix == ".md", f"{path.name}: {link}"
+            assert anchor in anchors(file), f"{path.name}: {link}: no such heading"
+
+
+def test_every_docs_page_is_linked_from_the_readme() -> None:
+    linked = {(README_PATH.parent / link.partition("#")[0]).resolve() for link in links(README_PATH)}
+    for doc in DOCS:
+        assert doc.resolve() in linked, f"docs/{doc.name} is not linked from README.md"
+
+
+def test_the_readme_test_command_is_the_one_ci_runs() -> None:
+    setup = README.split("\n## Set up\n", 1)[1].split("\n## ", 1)[0]
+    block = setup.split("```sh\n", 1)[1].split("```", 1)[0]
+    [tests] = [line for line in block.splitlines() if "pytest" in line]
+    command = tests.split("&&")[-1].strip()
+    ci = (trees.REPO / ".ci" / "run").read_text()
+    assert re.search(rf"^{re.escape(command)}(?: |$)", ci, re.M), command
+
+
+def collected() -> tuple[int, int]:
+    """(tests, tests that read the reference data through the `shared` fixture), as pytest collects."""
+    plugin = (
+        "def pytest_collection_finish(session):\n"
+        "    items = session.items\n"
+        "    shared = sum('shared' in getattr(i, 'fixturenames', ()) for i in items)\n"
+        "    print(f'COLLECTED {len(items)} {shared}')\n"
     )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import pytest, sys\nexec({plugin!r})\n"
+            "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '--collect-only', 'tests'],"
+            " plugins=[sys.modules['__main__']]))",
+        ],
+        cwd=trees.REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    match = re.search(r"^COLLECTED (\d+) (\d+)$", done.stdout, re.M)
+    assert match, done.stdout[-2000:] + done.stderr[-2000:]
+    return int(match.group(1)), int(match.group(2))
+
+
+def test_the_readme_counts_the_tests_honestly() -> None:
+    total, shared = collected()
+    said_total = int(re.search(r"about ([\d,]+) of them", README).group(1).replace(",", ""))  # type: ignore[union-attr]
+    said_shared = int(re.search(r"About (\d+) tests check the output", README).group(1))  # type: ignore[union-attr]
+    assert abs(total - said_total) <= said_total * 0.2, (total, said_total)
+    assert abs(shared - said_shared) <= said_shared * 0.2, (shared, said_shared)
 
 
 def test_every_risk_in_the_table_is_an_id_the_deliver_code_emits() -> None:
-    table = README.split("### Risk flags", 1)[1].split("\n### ", 1)[0]
+    table = page("plan-and-publish.md").split("## Risk flags", 1)[1].split("\n## ", 1)[0]
     risks = re.findall(r"^\| `([a-z-]+)` \|", table, re.M)
     assert len(risks) >= 9
     code = "".join(p.read_text() for p in (trees.REPO / "gputenancy" / "deliver").glob("*.py"))
@@ -70,7 +173,8 @@ def test_every_risk_in_the_table_is_an_id_the_deliver_code_emits() -> None:
         assert f'"{risk}"' in code, risk
 
 
-def test_every_rule_id_the_readme_names_is_listed() -> None:
-    section = README.split("\n## Rules\n", 1)[1].split("\n## ", 1)[0]
-    named = {n for n in re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+)`", section) if not n.endswith("-")}
+def test_every_rule_id_the_rules_page_names_is_listed() -> None:
+    text = page("rules.md")
+    named = {n for n in re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+)`", text) if not n.endswith("-")}
+    assert len(named) >= 40
     assert named - set(ruleindex.ids()) == set()

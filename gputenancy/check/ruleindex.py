@@ -60,7 +60,14 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "a UTF-8 file",
     ),
     ("source-tab", "read", "indentation uses spaces", "a tab before `name:`", "two spaces"),
-    ("source-syntax", "read", "the file is valid YAML", "`name: [a` (unclosed flow sequence)", "`name: a`"),
+    (
+        "source-syntax",
+        "read",
+        "the file is valid YAML; a mistake is named in plain words at the line to change (a key indented "
+        "unlike the keys beside it, a missing space after ':', a bracket or quote never closed)",
+        "`cpu:32` (missing space after ':'); `name: [a` (the '[' is never closed)",
+        "`cpu: 32`; `name: [a]`",
+    ),
     (
         "source-duplicate-key",
         "read",
@@ -126,6 +133,13 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "a flavor budget has devices or resources",
         "`- flavor: h100` alone",
         "`- flavor: h100` with `devices: {gpu.nvidia.com: 1}`",
+    ),
+    (
+        "tenant-file-place",
+        "read",
+        "tenant files are directly in tenants/, named <tenant>.yaml or <tenant>.yml",
+        "tenants/ml/vision.yaml, tenants/vision.YAML",
+        "tenants/vision.yaml",
     ),
     (
         "tenant-name-file",
@@ -487,8 +501,20 @@ def all_rules() -> list[RuleDoc]:
     )
     seen: dict[str, RuleDoc] = {}
     for doc in sorted(out, key=lambda d: order.index(d.stage) if d.stage in order else len(order)):
-        seen.setdefault(doc.id, doc)
+        seen.setdefault(doc.id, dataclasses.replace(doc, summary=styled(doc.summary)))
     return list(seen.values())
+
+
+def styled(summary: str) -> str:
+    """One style for every rule's description, whichever registry wrote it: a sentence starting with a
+    capital (an identifier such as `lendingLimit` or `flavors[j]` keeps its spelling), and the severity
+    of a rule that is not an error as a `(warning)` or `(note)` prefix."""
+    level = re.match(r"\((warning|note)\)\s*|(warning|note):\s*", summary)
+    if level:
+        summary = summary[level.end() :]
+    if re.match(r"[a-z]+\b(?![./\[(_-])", summary):
+        summary = summary[0].upper() + summary[1:]
+    return f"({level.group(1) or level.group(2)}) {summary}" if level else summary
 
 
 def ids() -> list[str]:

@@ -369,8 +369,11 @@ def command(
     except PipelineError as exc:
         emit(report.format_findings(list(exc.findings), fmt))
         return 1
-    for o in outcomes:
-        emit(f"{o.version}: {o.action} ({o.files} files in {releases.version_dir(schemas, o.version)})\n")
+    told = [
+        f"{o.version}: {o.action} ({o.files} files in {releases.version_dir(schemas, o.version)})"
+        for o in outcomes
+    ]
     if update:
-        emit(f"{releases.LOCK_FILE}: {len(outcomes)} version(s) recorded\n")
+        told.append(f"{releases.LOCK_FILE}: {len(outcomes)} version(s) recorded")
+    emit(report.format_findings([], "json", told) if fmt == "json" else "".join(f"{t}\n" for t in told))
     return 0

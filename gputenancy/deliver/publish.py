@@ -118,7 +118,12 @@ def publish(
             )
         head = gitrepo.resolve(source, "HEAD")
         if head is None:
-            raise gitrepo.fail(f"{root}: the repository has no commit yet", rule="publish")
+            raise gitrepo.fail(
+                "the repository has no commit yet: commit tenants/, base/ and overlays/ first "
+                "(`git add tenants base overlays && git commit`)",
+                path=str(root),
+                rule="publish",
+            )
         result = engine.run(root, cluster=cluster, schemas=schemas)
         if result.failed:
             raise PipelineError(result.findings)
@@ -179,7 +184,10 @@ class _Job:
     def to_same_repo(self, *, dry_run: bool) -> Outcome:
         if self.source.head.is_detached:
             raise gitrepo.fail(
-                "HEAD is detached: check out the branch to commit on (or use --repo)", rule="publish"
+                "HEAD is detached: check out the branch to commit on (`git switch <branch>`), or publish "
+                "to a deploy repository (--repo)",
+                path=str(self.root),
+                rule="publish",
             )
         branch = self.source.active_branch.name
         prefix = gitrepo.relative(self.source, self.root, self.path)
@@ -222,6 +230,7 @@ class _Job:
         raise gitrepo.fail(
             f"gave up after {tries} tries: {branch} of {url} kept moving while publishing; "
             "nothing was force-pushed",
+            path=url,
             rule="publish-push",
         )
 
@@ -243,8 +252,10 @@ class _Job:
             newer = gitrepo.descends(self.source, theirs, self.head.hexsha)
             if newer is None:
                 raise gitrepo.fail(
-                    f"{branch} was last published from source commit {theirs}, which this repository does "
-                    "not have even after fetching: cannot tell whether it is newer; fetch it and retry",
+                    f"{branch} of {url} was last published from source commit {theirs}, which this "
+                    "repository does not have even after fetching: cannot tell whether it is newer; fetch "
+                    f"it (`git fetch origin {theirs}`) and publish again",
+                    path=str(self.root),
                     rule="publish-stale",
                 )
             if newer and not first:  # a newer source was published while we retried: nothing to do
@@ -252,8 +263,10 @@ class _Job:
                 return Outcome("superseded", text, tip.hexsha)
             if newer:
                 raise gitrepo.fail(
-                    f"stale: {branch} was already published from source commit {theirs}, which is newer than "
-                    f"{self.head.hexsha}; refusing to move the deploy branch backwards (nothing pushed)",
+                    f"{branch} of {url} was already published from source commit {theirs}, which is newer "
+                    f"than this checkout's HEAD {self.head.hexsha}: the deploy branch never goes backwards "
+                    "(nothing pushed); update this checkout (`git pull`) and publish again",
+                    path=str(self.root),
                     rule="publish-stale",
                 )
         against = gitrepo.read_trees_at(tip, self.path) if tip is not None else {}
@@ -278,7 +291,7 @@ class _Job:
             clone.remotes.origin.fetch(prune=True)
         now = gitrepo.resolve(clone, f"refs/remotes/origin/{branch}")
         if (now.hexsha if now else None) == (tip.hexsha if tip else None):
-            raise gitrepo.fail(f"push to {url} {branch} was rejected: {why}", rule="publish-push")
+            raise gitrepo.fail(f"push to {branch} was rejected: {why}", path=url, rule="publish-push")
         return None  # the branch moved: someone else published meanwhile
 
 

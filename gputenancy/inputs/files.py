@@ -65,6 +65,40 @@ def discover(
     return files, findings
 
 
+def misplaced(root: Path, subdir: str, suffixes: tuple[str, ...] = (".yaml", ".yml")) -> list[Finding]:
+    """YAML files under ``root/subdir`` that `discover` does not read, each a ``tenant-file-place``
+    finding saying where the file must be: in a subdirectory, or with a suffix in other letter case
+    (``x.YAML``). Hidden names are ignored, as by `discover`; links are not followed."""
+    directory = root / subdir
+    if not directory.is_dir() or directory.is_symlink():
+        return []
+    found = []
+    for parent, dirs, names in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        here = Path(parent)
+        for name in sorted(names):
+            lowered = name.lower()
+            if name.startswith(".") or not lowered.endswith(suffixes):
+                continue
+            nested = here != directory
+            if not nested and name.endswith(suffixes):
+                continue
+            stem = name[: name.rfind(".")]
+            want = f"{subdir}/{stem}.yaml"
+            where = Origin(display(here / name, root), 1, 1)
+            if nested:
+                message = f"not read: files in {subdir}/ are read only directly in it, not in subdirectories"
+            else:
+                message = f"not read: file names in {subdir}/ end in .yaml or .yml, in lower case"
+            taken = (
+                " (a file of that name exists: merge the two)"
+                if (directory / f"{stem}.yaml").exists()
+                else ""
+            )
+            found.append(where.finding("tenant-file-place", f"{message}; move it to {want}{taken}"))
+    return found
+
+
 def inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 

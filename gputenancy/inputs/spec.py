@@ -13,6 +13,7 @@ from gputenancy import cachekey
 from gputenancy.cache import Cache, Entries
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.builders import build_cluster, build_platform, build_tenant
+from gputenancy.inputs.files import misplaced
 from gputenancy.inputs.records import (
     Amount,
     ArgoCD,
@@ -177,7 +178,7 @@ def _load_clusters(
 
 def _load_tenants(root: Path, findings: list[Finding], cache: Entries | None) -> list[Tenant]:
     paths, problems = discover(root, "tenants")
-    findings.extend(problems)
+    findings.extend(problems + misplaced(root, "tenants"))
     tenants = []
     for path in paths:
         doc = _load_checked(path, root, "tenant", "Tenant", findings, cache)

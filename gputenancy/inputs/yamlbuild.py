@@ -23,6 +23,7 @@ from yaml.events import (
 )
 
 from gputenancy.findings import Finding, Severity
+from gputenancy.inputs import yamlwords
 from gputenancy.inputs.document import INT_MAX, INT_MIN, MAX_DEPTH, MAX_FINDINGS_PER_RULE, KeyPath, Mark
 
 # PyYAML's YAML 1.1 implicit resolvers (yaml/resolver.py) without the sexagesimal alternatives.
@@ -64,7 +65,7 @@ def run_parser(loader_class: Callable[[str], EventSource], text: str, builder: B
             try:
                 event = loader.get_event()
             except yaml.MarkedYAMLError as exc:
-                return _syntax_finding(shown, exc)
+                return _syntax_finding(shown, exc, text)
             except yaml.YAMLError as exc:
                 return Finding(shown, 0, 0, Severity.ERROR, "source-syntax", str(exc))
             except Exception as exc:  # the parser's own failures on hostile input are findings too
@@ -77,20 +78,23 @@ def run_parser(loader_class: Callable[[str], EventSource], text: str, builder: B
         loader.dispose()
 
 
-def _syntax_finding(shown: str, exc: yaml.MarkedYAMLError) -> Finding:
+def _syntax_finding(shown: str, exc: yaml.MarkedYAMLError, text: str) -> Finding:
     mark = exc.problem_mark or exc.context_mark
     if exc.problem and "maximum nesting depth" in exc.problem:
         # libyaml refuses nesting beyond its own limit (far above MAX_DEPTH) before emitting events.
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         return Finding(shown, line, col, Severity.ERROR, "source-depth", _DEPTH_MESSAGE)
-    message = exc.problem or exc.context or "invalid YAML"
-    if exc.problem and exc.context:
-        context_mark = exc.context_mark
-        at = ""
-        if context_mark and mark and (context_mark.line, context_mark.column) != (mark.line, mark.column):
-            at = f" at line {context_mark.line + 1}"
-        message = f"{message} ({exc.context}{at})"
     line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+    context = exc.context_mark if exc.problem else None
+    place = yamlwords.Place(
+        exc.problem or exc.context,
+        line,
+        col,
+        exc.context if exc.problem else None,
+        context.line + 1 if context else 0,
+        context.column + 1 if context else 0,
+    )
+    line, col, message = yamlwords.explain(text, place)
     return Finding(shown, line, col, Severity.ERROR, "source-syntax", message)
 
 

@@ -119,7 +119,10 @@ def claim_coverage(model: Model, catalog: Catalog) -> Iterator[Finding]:
                     yield err(
                         ct.class_origin,
                         "claim-coverage",
-                        f"claim template {ct.name!r} consumes {entry.resource} (device class {ct.device_class}), which tenant {t.name!r} has no budget for on cluster {cluster!r}",
+                        f"claim template {ct.name!r} consumes {entry.resource} (device class {ct.device_class}), "
+                        f"which tenant {t.name!r} has no budget for on cluster {cluster!r}: add "
+                        f"`devices: {{{ct.device_class}: N}}` to a flavor of its budgets (budgets.clusters."
+                        f"{cluster} or budgets.default), or take {cluster!r} out of the template's `clusters`",
                     )
 
 
