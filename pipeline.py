@@ -5,7 +5,7 @@ import sys
 
 
 def _run() -> int:
-    from gputenancy.cli import main
+    from gputenancy.cli.app import main
 
     return main()
 

@@ -69,7 +69,7 @@ def _engine_stages(stats: Any) -> dict[str, float]:
 def measure(op: str, root: Path, schemas: Path | None) -> dict[str, Any]:
     """Run one operation through the pipeline's Python API; returns what it did and how long it took."""
     from gputenancy import engine
-    from gputenancy.build import output, swap
+    from gputenancy.assemble import output, swap
     from gputenancy.deliver import plan
 
     started = time.perf_counter()

@@ -31,13 +31,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from gputenancy import cachekey, memo, proc
-from gputenancy.build import kustomize as build
-from gputenancy.build import output
-from gputenancy.cache import Cache
-from gputenancy.findings import Finding, Origin, PipelineError, Severity
+from gputenancy.assemble import kustomize as build
+from gputenancy.assemble import output
+from gputenancy.caching import cachekey, memo
+from gputenancy.caching.cache import Cache
+from gputenancy.common import proc
+from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
+from gputenancy.common.objects import RenderedObject
 from gputenancy.inputs.spec import Cluster, Model, Tenant, load_model
-from gputenancy.objects import RenderedObject
 from gputenancy.policy import rules
 from gputenancy.render.manifests import render_platform, render_tenant
 
@@ -261,7 +262,7 @@ def _check_built(
     result: ClusterResult,
     found: memo.Memo[tuple[Finding, ...]],
 ) -> list[Finding]:
-    from gputenancy.check import postbuild
+    from gputenancy.check.chain import postbuild
 
     key = memo.built_key(p.key, p.keys) if p.key else None
     done = found.lookup(key) if key else None

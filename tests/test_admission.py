@@ -12,7 +12,7 @@ import smallrepo
 from smallrepo import line_of
 from test_postbuild import refused, validate
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 
 GPU_ONLY_FLAVOR = "    - flavor: small\n      devices:\n        gpu.example.com: 4\n      resources:\n        cpu: 8\n        memory: 64Gi\n"
 

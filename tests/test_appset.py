@@ -16,9 +16,9 @@ import pytest
 import trees
 import yaml
 
-from gputenancy import proc
-from gputenancy.check.crdschema import json_schema
-from gputenancy.cli import main
+from gputenancy.check.kubernetes.crdschema import json_schema
+from gputenancy.cli.app import main
+from gputenancy.common import proc
 from gputenancy.deliver import appset
 from gputenancy.render import hub
 

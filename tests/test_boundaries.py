@@ -12,8 +12,8 @@ import repokit as s
 import yaml
 
 from gputenancy import engine
-from gputenancy.check import webhooks
-from gputenancy.findings import Finding, PipelineError, Severity
+from gputenancy.check.webhook import webhooks
+from gputenancy.common.findings import Finding, PipelineError, Severity
 from gputenancy.inputs import source
 from gputenancy.inputs.quantity import parse
 from gputenancy.inputs.spec import load_model

@@ -11,7 +11,7 @@ import browserkit
 import pytest
 import trees
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 from gputenancy.deliver import budgets
 from gputenancy.inputs.spec import load_model
 

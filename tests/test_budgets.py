@@ -11,7 +11,7 @@ import hamitree
 import pytest
 import trees
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 
 
 def budgets_json(root: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:

@@ -1,5 +1,5 @@
 """What kustomize built is held to the capacity, version and gate rules the inputs were checked
-against (check/builtlimits.py), with the kustomization line that changed it named: a copy of the
+against (check/chain/builtlimits.py), with the kustomization line that changed it named: a copy of the
 example inputs, patched as a pull request would, built by the real kustomize. `validate` and `render`
 refuse it; `render` writes nothing."""
 
@@ -13,7 +13,7 @@ import pytest
 import trees
 from test_negative_trees import snapshot
 
-from gputenancy import cli
+from gputenancy.cli import app as cli
 
 COMPONENT = "overlays/prod/tenants/kustomization.yaml"
 OVERLAY = "overlays/prod/kustomization.yaml"

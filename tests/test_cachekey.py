@@ -27,7 +27,9 @@ from typing import Any
 import pytest
 import trees
 
-from gputenancy import cache, cachekey, engine, proc
+from gputenancy import engine
+from gputenancy.caching import cache, cachekey
+from gputenancy.common import proc
 
 PACKAGE = trees.REPO / "gputenancy"
 SITE = sysconfig.get_paths()["purelib"]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trees
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 
 
 @pytest.mark.parametrize(("section", "what"), [("flavors", "flavor"), ("cohorts", "cohort")])

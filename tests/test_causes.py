@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trees
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 
 LOCATED = re.compile(
     r"^(?P<path>[^:\s]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning): (?P<msg>.+) \((?P<rule>[a-z0-9-]+)\)$"

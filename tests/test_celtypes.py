@@ -1,11 +1,11 @@
-"""DRA CEL selectors type-checked as the API server compiles them (gputenancy.check.celtypes)."""
+"""DRA CEL selectors type-checked as the API server compiles them (gputenancy.check.kubernetes.celtypes)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gputenancy.check import dra
-from gputenancy.check.celtypes import type_error
+from gputenancy.check.kubernetes import dra
+from gputenancy.check.kubernetes.celtypes import type_error
 
 ACCEPTED = [
     "device.driver == 'gpu.nvidia.com'",

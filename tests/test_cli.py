@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import trees
 
-from gputenancy.build import output, swap
-from gputenancy.cli import main
+from gputenancy.assemble import output, swap
+from gputenancy.cli.app import main
 
 LOCATED = re.compile(
     r"^(?P<path>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error: .+ \((?P<rule>[a-z0-9-]+)\)$", re.M

@@ -15,7 +15,7 @@ import pytest
 import trees
 
 from gputenancy.check import ruleindex
-from gputenancy.cli import _parser, main
+from gputenancy.cli.app import _parser, main
 
 
 def parsers(parser: argparse.ArgumentParser, name: str = "") -> dict[str, argparse.ArgumentParser]:
@@ -104,9 +104,9 @@ def test_every_json_output_names_its_schema(
 ) -> None:
     root = trees.example(tmp_path)
     runs = {
-        ("validate",): "gputenancy.findings/v1",
-        ("render",): "gputenancy.findings/v1",
-        ("check",): "gputenancy.findings/v1",
+        ("validate",): "gputenancy.common.findings/v1",
+        ("render",): "gputenancy.common.findings/v1",
+        ("check",): "gputenancy.common.findings/v1",
         ("budgets",): "gputenancy.budgets/v1",
         ("plan",): "gputenancy.plan/v1",
     }
@@ -117,15 +117,15 @@ def test_every_json_output_names_its_schema(
     trees.edit(root, "tenants/speech.yaml", lambda d: d.update(cohort="nope"))
     assert main(["--root", str(root), "--no-cache", "validate", "--format", "json"]) == 1
     failed = documents(capsys.readouterr().out)
-    assert failed["schema"] == "gputenancy.findings/v1" and failed["findings"]
+    assert failed["schema"] == "gputenancy.common.findings/v1" and failed["findings"]
     mini = minirepo.make(tmp_path / "mini", [minirepo.cluster("c1")])
     url = f"file://{shared}/kueue/{{version}}/manifests.yaml"
     fetch = ["--root", str(mini), "schemas", "fetch", "--schemas", str(tmp_path / "s"), "--url", url]
     assert main([*fetch, "--format", "json"]) == 1  # no entry in schemas.lock yet
-    assert documents(capsys.readouterr().out)["schema"] == "gputenancy.findings/v1"
+    assert documents(capsys.readouterr().out)["schema"] == "gputenancy.common.findings/v1"
     assert main([*fetch, "--update", "--format", "json"]) == 0
     fetched = documents(capsys.readouterr().out)
-    assert fetched["schema"] == "gputenancy.findings/v1" and fetched["findings"] == []
+    assert fetched["schema"] == "gputenancy.common.findings/v1" and fetched["findings"] == []
     assert any("v0.19.2" in note for note in fetched["notes"])  # type: ignore[attr-defined]
 
 

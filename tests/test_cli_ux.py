@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import trees
 
-from gputenancy import clihelp
-from gputenancy.check import ruleindex, webhooks
-from gputenancy.cli import main
+from gputenancy.check import ruleindex
+from gputenancy.check.webhook import webhooks
+from gputenancy.cli import helptext as clihelp
+from gputenancy.cli.app import main
 from gputenancy.policy import rules
 
 PIPELINE = str(trees.REPO / "pipeline.py")

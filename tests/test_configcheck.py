@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from gputenancy.check import configcheck
-from gputenancy.check.configcheck import check_configuration, deployment_has_feature_gates_flag
-from gputenancy.check.configfields import parse_go_duration
-from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.check.config import configcheck
+from gputenancy.check.config.configcheck import check_configuration, deployment_has_feature_gates_flag
+from gputenancy.check.config.configfields import parse_go_duration
+from gputenancy.common.findings import Finding, Origin, Severity
 
 TAGS = ("v0.18.1", "v0.19.2")
 V2 = "config.kueue.x-k8s.io/v1beta2"

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from bench import fleet
-from gputenancy import cache
-from gputenancy.build import output
+from gputenancy.assemble import output
+from gputenancy.caching import cache
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -22,8 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench import fleet
-from gputenancy import cache, cachekey, cli, engine
-from gputenancy.findings import Finding, PipelineError, Severity
+from gputenancy import engine
+from gputenancy.caching import cache, cachekey
+from gputenancy.cli import app as cli
+from gputenancy.common.findings import Finding, PipelineError, Severity
 from gputenancy.inputs import source
 from gputenancy.inputs.kustomizations import KUSTOMIZATION_FILES
 from gputenancy.inputs.source import MAX_DEPTH, MAX_FILE_BYTES, Document

@@ -21,7 +21,7 @@ import minirepo
 import pytest
 import yaml
 
-from gputenancy import cli
+from gputenancy.cli import app as cli
 from gputenancy.deliver import fetch
 from gputenancy.versions import releases
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 from gputenancy.deliver import github
 
 TOKEN = "t0ken-for-tests"

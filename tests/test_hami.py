@@ -16,10 +16,10 @@ import pytest
 import trees
 import yaml
 
-from gputenancy.build import output
-from gputenancy.check import configcheck
-from gputenancy.cli import main
-from gputenancy.findings import Origin
+from gputenancy.assemble import output
+from gputenancy.check.config import configcheck
+from gputenancy.cli.app import main
+from gputenancy.common.findings import Origin
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gputenancy import engine
-from gputenancy.findings import PipelineError
+from gputenancy.common.findings import PipelineError
 from gputenancy.inputs import hami, quantity
 from gputenancy.policy import rules
 from gputenancy.render.manifests import render_tenant
@@ -93,7 +93,7 @@ def test_human_views() -> None:
 
 
 def test_capacity_totals() -> None:
-    from gputenancy.findings import Origin
+    from gputenancy.common.findings import Origin
 
     cap = hami.HamiCapacity(None, 2, 15360, 4, Origin("c"))
     assert [q.canonical() for q in cap.totals()] == ["8", "30720", "200"]
@@ -136,7 +136,7 @@ def test_sum_of_quotas_is_exact_in_stored_form(values: list[int]) -> None:
 
 @given(st.integers(1, 16), st.integers(1, 1 << 20), st.integers(0, 100))
 def test_template_charge_is_per_vgpu_times_vgpus(vgpus: int, mib: int, cores: int) -> None:
-    from gputenancy.findings import Origin
+    from gputenancy.common.findings import Origin
 
     t = hami.VgpuTemplate("t", vgpus, mib, cores, None, Origin("t"))
     assert t.charge() == (vgpus, vgpus * mib, vgpus * cores)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trees
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 from gputenancy.deliver import plan, planview
 
 

@@ -11,7 +11,7 @@ import smallrepo
 from smallrepo import line_of
 from test_postbuild import refused, validate
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 
 A10G = """\
     inventory:

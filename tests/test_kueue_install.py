@@ -17,9 +17,10 @@ import pytest
 import test_appset
 import yaml
 
-from gputenancy import engine, proc
-from gputenancy.findings import PipelineError
-from gputenancy.objects import to_yaml
+from gputenancy import engine
+from gputenancy.common import proc
+from gputenancy.common.findings import PipelineError
+from gputenancy.common.objects import to_yaml
 from gputenancy.versions import kueue as kueue_versions
 
 # The release manifests are 1.7 MB of CRDs: the C loader and dumper read and write them in a fraction of the time.

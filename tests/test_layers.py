@@ -1,7 +1,7 @@
 """The package's layering, read from its source (ast): no import cycle, and no import from a later stage
-into an earlier one. Stages in order: versions < inputs < policy < render < build < check < deliver;
-the leaves at the top of the package (LEAVES) import only other leaves and are usable by all; `engine`
-and the command line (`clihelp`, `commands`, `cli`) sit above the stages."""
+into an earlier one. Stages in order: versions < inputs < policy < render < assemble < check < deliver;
+the leaf rooms (LEAVES: `common`, the shared leaves, and `caching`) import only leaves and are usable by
+all; `engine` and the command line (`cli/`) sit above the stages."""
 
 from __future__ import annotations
 
@@ -12,26 +12,11 @@ import pytest
 import trees
 
 PACKAGE = trees.REPO / "gputenancy"
-STAGES = ("versions", "inputs", "policy", "render", "build", "check", "deliver")
-LEAVES = frozenset(
-    {
-        "findings",
-        "objects",
-        "proc",
-        "cache",
-        "cachekey",
-        "memo",
-        "fastyaml",
-        "report",
-        "safetext",
-        "interrupt",
-        "hints",
-        "progress",
-    }
-)
-TOP = ("engine", "clihelp", "commands", "cli")
-"""Above the stages: the engine, then the command line (its help texts, the commands that are not a
-stage's own, and the parser)."""
+STAGES = ("versions", "inputs", "policy", "render", "assemble", "check", "deliver")
+LEAVES = frozenset({"common", "caching"})
+TOP = ("engine", "cli")
+"""Above the stages: the engine, then the command line (the parser, its help texts, the commands that are
+not a stage's own)."""
 ALLOWED_UPWARD = {("deliver", "engine")}
 """plan and publish run the engine themselves (publish between its checks of the working tree and its
 commit), so delivery may call the engine; nothing else reaches above its stage."""
@@ -152,9 +137,9 @@ def test_every_stage_folder_and_leaf_exists() -> None:
     [
         ({"inputs/a.py": "from gputenancy.render import b\n", "render/b.py": ""}, "later layer"),
         ({"inputs/a.py": "def f():\n    from gputenancy.check import c\n", "check/c.py": ""}, "later layer"),
-        ({"findings.py": "from gputenancy.inputs import a\n", "inputs/a.py": ""}, "a leaf"),
-        ({"render/x.py": "from ..build import y\n", "build/y.py": ""}, "later layer"),
-        ({"engine.py": "from gputenancy import cli\n", "cli.py": ""}, "later layer"),
+        ({"common/findings.py": "from gputenancy.inputs import a\n", "inputs/a.py": ""}, "a leaf"),
+        ({"render/x.py": "from ..assemble import y\n", "assemble/y.py": ""}, "later layer"),
+        ({"engine.py": "from gputenancy import cli\n", "cli/__init__.py": ""}, "later layer"),
         ({"misc.py": ""}, "in no layer"),
     ],
 )

@@ -13,8 +13,8 @@ import pytest
 import trees
 from test_negative_trees import commit_all
 
-from gputenancy.build import output
-from gputenancy.cli import main
+from gputenancy.assemble import output
+from gputenancy.cli.app import main
 
 CORPUS = Path(__file__).parent / "negative"
 CASES = sorted(p for p in CORPUS.iterdir() if p.suffix == ".yaml")

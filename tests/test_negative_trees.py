@@ -20,7 +20,7 @@ import git
 import pytest
 import trees
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 
 CORPUS = Path(__file__).parent / "negative" / "trees"
 CASES = sorted(p for p in CORPUS.iterdir() if p.is_dir())

@@ -12,10 +12,10 @@ import pytest
 import trees
 import yaml
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
+from gputenancy.common.findings import PipelineError
+from gputenancy.common.objects import ObjectKey
 from gputenancy.deliver import objectdiff, plan, planview
-from gputenancy.findings import PipelineError
-from gputenancy.objects import ObjectKey
 
 VISION_8 = "gpu.nvidia.com: {nominal: 8, borrowingLimit: 4, lendingLimit: 4}"
 VISION_6 = "gpu.nvidia.com: {nominal: 6, borrowingLimit: 4, lendingLimit: 4}"

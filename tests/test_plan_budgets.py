@@ -13,7 +13,7 @@ import hamitree
 import pytest
 import trees
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 
 SPEECH_2 = "gpu.nvidia.com: {nominal: 2, borrowingLimit: 2}"
 SPEECH_4 = "gpu.nvidia.com: {nominal: 4, borrowingLimit: 2}"

@@ -11,8 +11,8 @@ import pytest
 import smallrepo
 from smallrepo import line_of
 
-from gputenancy.build import output
-from gputenancy.cli import main
+from gputenancy.assemble import output
+from gputenancy.cli.app import main
 
 LOCATED = re.compile(
     r"^(?P<path>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error: (?P<message>.+) \((?P<rule>[a-z0-9-]+)\)$", re.M
@@ -468,7 +468,7 @@ def test_overlay_patch_deletes_the_kueue_configuration(
 
 
 def test_every_built_rule_is_documented_by_the_rules_command(capsys: pytest.CaptureFixture[str]) -> None:
-    from gputenancy.check import postbuild
+    from gputenancy.check.chain import postbuild
 
     assert main(["rules"]) == 0
     out = capsys.readouterr().out

@@ -12,8 +12,8 @@ import pytest
 import trees
 
 from gputenancy import engine
-from gputenancy.build import output
-from gputenancy.cli import main
+from gputenancy.assemble import output
+from gputenancy.cli.app import main
 from gputenancy.deliver import gitrepo, publish
 
 VISION_8 = "gpu.nvidia.com: {nominal: 8, borrowingLimit: 4, lendingLimit: 4}"

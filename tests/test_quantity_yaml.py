@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputenancy import fastyaml, proc
+from gputenancy.common import fastyaml, proc
+from gputenancy.common.objects import to_yaml
 from gputenancy.inputs.quantity import parse
-from gputenancy.objects import to_yaml
 
 SUFFIXES = ["", "m", "k", "M", "G", "T", "Ki", "Mi", "Gi", "Ti", "n", "u"]
 

@@ -12,9 +12,9 @@ import trees
 import yaml
 
 from gputenancy import engine
-from gputenancy.build import kustomize as build
-from gputenancy.build import output
-from gputenancy.findings import PipelineError
+from gputenancy.assemble import kustomize as build
+from gputenancy.assemble import output
+from gputenancy.common.findings import PipelineError
 from gputenancy.inputs.spec import load_model
 from gputenancy.policy import rules
 from gputenancy.render import manifests as render

@@ -10,7 +10,7 @@ import hamitree
 import pytest
 import trees
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 from gputenancy.deliver import budgets, htmlreport
 from gputenancy.inputs.spec import load_model
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trees
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 from gputenancy.render import manifests
 
 

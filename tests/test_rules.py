@@ -11,7 +11,7 @@ import pytest
 import trees
 
 from gputenancy import engine
-from gputenancy.findings import Finding, PipelineError, Severity
+from gputenancy.common.findings import Finding, PipelineError, Severity
 from gputenancy.policy import rules
 
 

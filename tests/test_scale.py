@@ -21,9 +21,12 @@ import trees
 import yaml
 
 from bench import fleet
-from gputenancy import cache, cli, engine, fastyaml, objects
-from gputenancy.build import kustomize as build
-from gputenancy.findings import Origin, PipelineError
+from gputenancy import engine
+from gputenancy.assemble import kustomize as build
+from gputenancy.caching import cache
+from gputenancy.cli import app as cli
+from gputenancy.common import fastyaml, objects
+from gputenancy.common.findings import Origin, PipelineError
 from gputenancy.inputs import spec
 
 TENANTS = 70

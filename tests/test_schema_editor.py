@@ -124,7 +124,7 @@ def test_pre_commit_hooks_parse_and_name_an_existing_entry_point() -> None:
         files = re.compile(hook["files"])
         assert files.search("tenants/nlp.yaml") and files.search("overlays/prod/cluster.yaml")
         assert files.search("base/platform.yaml")
-        assert not files.search("README.md") and not files.search("gputenancy/cli.py")
+        assert not files.search("README.md") and not files.search("gputenancy/cli/app.py")
     validate = by_id["gputenancy-validate"]
     assert validate["entry"] == "gputenancy validate"
     assert validate["files"] == "^(tenants|base|overlays)/"
@@ -133,7 +133,7 @@ def test_pre_commit_hooks_parse_and_name_an_existing_entry_point() -> None:
 def test_the_console_script_runs_the_pipeline(tmp_path: Path) -> None:
     """What pre-commit runs: `gputenancy validate` from the repository root (here through the same
     function the installed script calls, and through the installed script itself)."""
-    code = "import sys; from gputenancy.cli import main_entry; sys.argv[0] = 'gputenancy'; main_entry()"
+    code = "import sys; from gputenancy.cli.app import main_entry; sys.argv[0] = 'gputenancy'; main_entry()"
     ok = subprocess.run(
         [sys.executable, "-c", code, "validate"],
         cwd=FIXTURE,

@@ -20,7 +20,7 @@ import minirepo
 import pytest
 import yaml
 
-from gputenancy import cli
+from gputenancy.cli import app as cli
 
 TAGS = ("v0.18.1", "v0.19.2")
 REPO = Path(__file__).resolve().parent.parent

@@ -15,7 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gputenancy.findings import Finding, Origin, PipelineError, Severity
+from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.inputs import source
 from gputenancy.inputs.source import MAX_DEPTH, MAX_FILE_BYTES, Document, discover, load, load_text
 
@@ -450,7 +450,7 @@ import json, resource, sys
 from pathlib import Path
 limit = 1 << 30  # 1 GiB of address space: a reader that expanded the aliases dies instead of swapping
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-from gputenancy.findings import PipelineError
+from gputenancy.common.findings import PipelineError
 from gputenancy.inputs import source
 try:
     source.load(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import trees
 
-from gputenancy.cli import main
+from gputenancy.cli.app import main
 
 FILES = (".github/CODEOWNERS", "argocd/hub.yaml")
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gputenancy.check.configcheck import check_configuration
-from gputenancy.findings import Origin, Severity
+from gputenancy.check.config.configcheck import check_configuration
+from gputenancy.common.findings import Origin, Severity
 from gputenancy.versions import gates, startup
 
 DEP = "kueue-feature-gate-dependency"

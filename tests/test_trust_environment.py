@@ -25,8 +25,8 @@ import trees
 from markdown_it import MarkdownIt
 from test_negative_trees import HIDDEN, commit_all, snapshot
 
-from gputenancy.build import output
-from gputenancy.cli import main
+from gputenancy.assemble import output
+from gputenancy.cli.app import main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -471,7 +471,7 @@ def test_a_200_kib_file_of_errors_gives_bounded_output(
 def test_a_signal_that_arrives_during_the_swap_undoes_it(tmp_path: Path) -> None:
     """SIGTERM is sent for real while it is blocked, so it is pending when the swap reaches its
     commit point: every rename is undone, then the signal would be delivered."""
-    from gputenancy.build import swap
+    from gputenancy.assemble import swap
 
     parent = tmp_path / "generated"
     old = {"a": {"k/x.yaml": b"a: 1\n"}, "b": {"k/y.yaml": b"b: 1\n"}, "gone": {"k/z.yaml": b"z\n"}}

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import trees
 
-from gputenancy import cli
-from gputenancy.cli import main
+from gputenancy.cli import app as cli
+from gputenancy.cli.app import main
 from gputenancy.policy import boundary, rules
 
-PACKAGE = Path(cli.__file__).parent
+PACKAGE = Path(cli.__file__).parent.parent
 NEW = ["cohort-cycle", "namespace-reserved"]
 
 
@@ -23,7 +23,7 @@ def test_every_boundary_rule_is_documented_with_examples(capsys: pytest.CaptureF
     out = capsys.readouterr().out
     documented = set(re.findall(r"^  ([a-z0-9-]+)  ", out, flags=re.M))  # the listing: one id a line
     emitted: set[str] = set()
-    for module in ("inputs/confine.py", "inputs/kustomizations.py", "inputs/amounts.py", "build/swap.py"):
+    for module in ("inputs/confine.py", "inputs/kustomizations.py", "inputs/amounts.py", "assemble/swap.py"):
         text = (PACKAGE / module).read_text()
         emitted |= set(
             re.findall(r'"((?:source|kustomize|generated|device|quantity|cluster)-[a-z-]+)"', text)
@@ -109,7 +109,7 @@ def test_reserved_namespaces_and_the_platform_allow_list(
 
 
 def test_cohort_cycles_function_is_usable_alone() -> None:
-    from gputenancy.findings import Origin
+    from gputenancy.common.findings import Origin
     from gputenancy.inputs.spec import Cohort
 
     def co(name: str, parent: str | None) -> Cohort:

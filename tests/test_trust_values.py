@@ -13,7 +13,7 @@ import hamitree
 import pytest
 import trees
 
-from gputenancy import cli
+from gputenancy.cli import app as cli
 
 
 def validate(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict[str, Any]], str]:

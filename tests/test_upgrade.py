@@ -12,7 +12,7 @@ import minirepo
 import pytest
 import yaml
 
-from gputenancy import cli
+from gputenancy.cli import app as cli
 from gputenancy.deliver import upgrade
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -11,12 +11,12 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from gputenancy.check import crds as crd_files
 from gputenancy.check.checkrun import format_path
-from gputenancy.check.crdschema import json_schema, unsupported_cel_rules
+from gputenancy.check.kubernetes import crds as crd_files
+from gputenancy.check.kubernetes.crdschema import json_schema, unsupported_cel_rules
 from gputenancy.check.validate import ValidationReport, validate_objects
-from gputenancy.findings import Finding, Origin, Severity
-from gputenancy.objects import FieldPath, RenderedObject
+from gputenancy.common.findings import Finding, Origin, Severity
+from gputenancy.common.objects import FieldPath, RenderedObject
 
 Body = dict[str, Any]
 KUEUE_VERSIONS = ("v0.18.1", "v0.19.2")

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from gputenancy.check import crdschema
+from gputenancy.check.kubernetes import crdschema
 from gputenancy.check.validate import ValidationReport, validate_objects
-from gputenancy.findings import Origin
-from gputenancy.objects import RenderedObject
+from gputenancy.common.findings import Origin
+from gputenancy.common.objects import RenderedObject
 
 Body = dict[str, Any]
 

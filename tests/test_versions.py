@@ -12,10 +12,12 @@ from typing import Any
 import minirepo
 import pytest
 
-from gputenancy import cli
-from gputenancy.check import configcheck, validate, webhooks
-from gputenancy.findings import Origin
-from gputenancy.objects import RenderedObject
+from gputenancy.check import validate
+from gputenancy.check.config import configcheck
+from gputenancy.check.webhook import webhooks
+from gputenancy.cli import app as cli
+from gputenancy.common.findings import Origin
+from gputenancy.common.objects import RenderedObject
 from gputenancy.versions import gates, kueue
 
 REPO = Path(__file__).resolve().parent.parent

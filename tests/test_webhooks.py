@@ -1,4 +1,4 @@
-"""Admission rules of gputenancy.check.webhooks: every rule with a passing and a failing case."""
+"""Admission rules of gputenancy.check.webhook.webhooks: every rule with a passing and a failing case."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputenancy.check import dra, webhooks
-from gputenancy.check.admission import Problem
-from gputenancy.check.webhooks import RULES
+from gputenancy.check.kubernetes import dra
+from gputenancy.check.webhook import webhooks
+from gputenancy.check.webhook.admission import Problem
+from gputenancy.check.webhook.webhooks import RULES
 
 Body = dict[str, Any]
 
@@ -664,7 +665,7 @@ def test_rules_never_raise_on_malformed_objects(spec: Any) -> None:
 
 
 def test_admission_check_flavors_tolerates_a_malformed_flavor_name() -> None:
-    from gputenancy.check.webhooks import cq_admission_check_flavors
+    from gputenancy.check.webhook.webhooks import cq_admission_check_flavors
 
     body = {
         "spec": {

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cli_ux import pipeline
 
-from gputenancy.findings import PipelineError
+from gputenancy.common.findings import PipelineError
 from gputenancy.inputs.source import load_text
 
 SPEECH = (trees.FIXTURE / "tenants" / "speech.yaml").read_text()

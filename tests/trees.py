@@ -33,7 +33,7 @@ def rendered() -> Path:
     """The fixture's inputs rendered by the real command line (`render --no-cache`), once per process:
     a root holding the inputs, generated/ and the derived files. Read only."""
     if not _rendered:
-        from gputenancy.cli import main
+        from gputenancy.cli.app import main
 
         root = Path(tempfile.mkdtemp(prefix="gputenancy-fixture-")) / "repo"
         atexit.register(shutil.rmtree, root.parent, True)

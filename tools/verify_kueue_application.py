@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from gputenancy import proc
+from gputenancy.common import proc
 from gputenancy.versions import kueue
 
 

@@ -10,8 +10,8 @@ from typing import Any, NoReturn
 
 import jsonschema_rs
 
-from gputenancy.findings import Finding, Severity
-from gputenancy.objects import FieldPath, RenderedObject
+from gputenancy.common.findings import Finding, Severity
+from gputenancy.common.objects import FieldPath, RenderedObject
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _SCALARS = frozenset({str, int, float, bool, type(None)})

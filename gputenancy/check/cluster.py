@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gputenancy.check import configcheck, helmgates, validate
-from gputenancy.findings import Finding, PipelineError
+from gputenancy.check import validate
+from gputenancy.check.config import configcheck, helmgates
+from gputenancy.common.findings import Finding, PipelineError
+from gputenancy.common.objects import RenderedObject
 from gputenancy.inputs.spec import Cluster
-from gputenancy.objects import RenderedObject
 from gputenancy.render.kueueconfig import KueueConfig
 from gputenancy.versions import releases
 

@@ -15,7 +15,8 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
-from gputenancy.check import postbuild, webhooks
+from gputenancy.check.chain import postbuild
+from gputenancy.check.webhook import webhooks
 from gputenancy.policy import rules
 
 
@@ -452,7 +453,7 @@ def _model_doc(rule_id: str, doc: str) -> RuleDoc:
 
 def _boundary() -> list[RuleDoc]:
     """The trust-boundary rules documented beside their code (reads, kustomizations, amounts, the swap)."""
-    from gputenancy.build import swap
+    from gputenancy.assemble import swap
     from gputenancy.inputs import amounts, confine, kustomizations
     from gputenancy.versions import releasedata
 

@@ -3,7 +3,7 @@
 Kueue objects are checked against the CRD schemas of a platform-configured directory (structural
 schema as JSON Schema with unknown fields rejected, list-type uniqueness, CEL `x-kubernetes-validations`
 evaluated on the defaulted object), built-in kinds against the strict OpenAPI-derived schemas that the
-kubernetes-validate package bundles, and both against the admission rules of `gputenancy.check.webhooks`.
+kubernetes-validate package bundles, and both against the admission rules of `gputenancy.check.webhook.webhooks`.
 Findings point back to inputs through each object's provenance (`RenderedObject.origin_for`).
 """
 
@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gputenancy.check import crds, webhooks
 from gputenancy.check.checkrun import Inexact, Run, exact_copy, mapping, plain
-from gputenancy.check.crdcheck import check_kueue
-from gputenancy.check.k8sschemas import k8s_dirs, k8s_filename, k8s_validator
-from gputenancy.check.metadata import check_metadata
-from gputenancy.findings import Finding, Origin, Severity
-from gputenancy.objects import RenderedObject
+from gputenancy.check.kubernetes import crds
+from gputenancy.check.kubernetes.crdcheck import check_kueue
+from gputenancy.check.kubernetes.k8sschemas import k8s_dirs, k8s_filename, k8s_validator
+from gputenancy.check.kubernetes.metadata import check_metadata
+from gputenancy.check.webhook import webhooks
+from gputenancy.common.findings import Finding, Origin, Severity
+from gputenancy.common.objects import RenderedObject
 
 PARTIAL_ANNOTATION = "gputenancy.io/partial"
 DRA_MIN_K8S = (1, 34)

@@ -13,8 +13,8 @@ the pipeline wrote it, and docs/argocd.md says how to hand its Applications over
 
 from __future__ import annotations
 
+from gputenancy.common.objects import to_yaml
 from gputenancy.inputs.spec import Model
-from gputenancy.objects import to_yaml
 from gputenancy.render import hub
 
 PATH = "argocd/hub.yaml"

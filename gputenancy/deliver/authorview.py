@@ -18,8 +18,8 @@ import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from gputenancy import report, safetext
-from gputenancy.findings import Finding, Severity, is_root_cause
+from gputenancy.common import report, safetext
+from gputenancy.common.findings import Finding, Severity, is_root_cause
 
 _TENANT = re.compile(
     r"^(?P<tenant>[^' ]+)'s nominal .+? (?P<resource>\S+) on flavor '(?P<flavor>[^']+)' counts toward "
@@ -136,8 +136,8 @@ def touched_files(root: Path, base: str | None) -> set[str] | None:
         return None
     import git
 
+    from gputenancy.common.findings import PipelineError
     from gputenancy.deliver import gitrepo
-    from gputenancy.findings import PipelineError
 
     try:
         repo = gitrepo.open_repo(root)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import git
 
-from gputenancy.build import output
+from gputenancy.assemble import output
+from gputenancy.common.findings import PipelineError
 from gputenancy.deliver import gitrepo
-from gputenancy.findings import PipelineError
 from gputenancy.inputs.spec import Model, load_model
 
 INPUTS = ("base", "overlays", "tenants")

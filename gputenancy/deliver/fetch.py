@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputenancy import interrupt
-from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.common import interrupt
+from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.inputs.spec import load_model
 from gputenancy.versions import releasedata, releases
 
@@ -355,7 +355,7 @@ def command(
     url: str | None = None,
     hint_schemas: Path | None = None,
 ) -> int:
-    from gputenancy import report
+    from gputenancy.common import report
 
     try:
         outcomes = fetch(

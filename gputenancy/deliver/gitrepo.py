@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 import git
 
-from gputenancy.findings import Finding, Origin, PipelineError, Severity
+from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
 
 NAME = "gputenancy"
 EMAIL = "gputenancy@users.noreply.github.com"

@@ -152,9 +152,10 @@ def _cohorts(here: Sequence[Pool]) -> list[str]:
 def command(root: Path, cluster: str | None, output_file: Path, emit: Any, emit_notes: Any) -> int:
     """`pipeline.py report`: 0 written, 1 the inputs cannot be read or have errors (findings printed;
     nothing written)."""
-    from gputenancy import engine, report
+    from gputenancy import engine
+    from gputenancy.common import report
+    from gputenancy.common.findings import PipelineError, Severity
     from gputenancy.deliver import budgets
-    from gputenancy.findings import PipelineError, Severity
 
     try:
         model, findings = engine.check_only(root, cluster)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gputenancy import safetext
+from gputenancy.common import safetext
 
 _ACTIVE = re.compile(r"[\\`*_\[\]<>!|~&#$\"']")
 _TICKS = re.compile(r"`+")

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from gputenancy import fastyaml
-from gputenancy.findings import Finding, PipelineError, Severity
-from gputenancy.objects import ObjectKey, key_of, to_yaml
+from gputenancy.common import fastyaml
+from gputenancy.common.findings import Finding, PipelineError, Severity
+from gputenancy.common.objects import ObjectKey, key_of, to_yaml
 
 Tree = Mapping[str, bytes]
 Segment = Any  # a mapping key (str), a list index (int) or a Named list item

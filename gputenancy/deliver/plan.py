@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy import engine
-from gputenancy.build import output
+from gputenancy.assemble import output
+from gputenancy.common.findings import Finding, PipelineError, Severity
+from gputenancy.common.objects import ObjectKey
 from gputenancy.deliver import baseline, budgetdiff, budgets, rename
 from gputenancy.deliver import risks as more_risks
 from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tree, compare, load_objects
-from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.inputs.spec import Model
-from gputenancy.objects import ObjectKey
 from gputenancy.policy import destinations, hami
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
 from gputenancy.policy.catalog import effective_catalog
@@ -404,7 +404,7 @@ def read_against(root: Path, against: str | None) -> tuple[dict[str, dict[str, b
     at a git ref of the root's repository."""
     directory = root / output.GENERATED if against is None else Path(against)
     if against is None:
-        from gputenancy.build import swap
+        from gputenancy.assemble import swap
 
         refused = swap.guard(root, directory)  # a linked generated/ is never read
         if refused:

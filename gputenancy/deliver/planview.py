@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gputenancy import report, safetext
+from gputenancy.common import report, safetext
 from gputenancy.deliver import authorview, budgetdiff, budgets, mdsafe, poolchart
 from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (

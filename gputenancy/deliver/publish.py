@@ -28,10 +28,11 @@ from typing import Any
 
 import git
 
-from gputenancy import engine, report
-from gputenancy.build import output, swap
+from gputenancy import engine
+from gputenancy.assemble import output, swap
+from gputenancy.common import report
+from gputenancy.common.findings import PipelineError
 from gputenancy.deliver import gitrepo, plan, planview
-from gputenancy.findings import PipelineError
 
 SOURCE_DIRS = ("tenants", "base", "overlays")
 TRIES = 5

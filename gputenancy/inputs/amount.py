@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from gputenancy.findings import Origin
+from gputenancy.common.findings import Origin
 from gputenancy.inputs import quantity
 
 

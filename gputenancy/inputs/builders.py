@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.inputs import amounts, hami, kueueinstall, quantity
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import (

@@ -23,7 +23,7 @@ import os
 import stat
 from pathlib import Path
 
-from gputenancy.findings import Finding, Origin
+from gputenancy.common.findings import Finding, Origin
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 """Largest file kustomize may read from base/ or an overlay (4 MiB: far above any patch or static

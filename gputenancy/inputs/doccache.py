@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from types import MappingProxyType
 from typing import Any
 
-from gputenancy.findings import Finding, Severity
+from gputenancy.common.findings import Finding, Severity
 from gputenancy.inputs.document import INT_MAX, INT_MIN, MAX_DEPTH, Document, KeyPath
 
 # Cache entries: their keys, and the severities a loaded file can keep (errors are raised instead).

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from gputenancy.findings import Finding, Origin
+from gputenancy.common.findings import Finding, Origin
 
 MAX_FILE_BYTES = 256 * 1024
 """Largest tenant file accepted, in bytes (256 KiB): far above any real tenant file, small enough

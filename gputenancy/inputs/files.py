@@ -8,7 +8,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.common.findings import Finding, Origin, PipelineError
 
 
 def discover(

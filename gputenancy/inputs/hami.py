@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from gputenancy.findings import Origin
+from gputenancy.common.findings import Origin
 from gputenancy.inputs import amounts, quantity
 from gputenancy.inputs.amount import Amount
 from gputenancy.inputs.quantity import Quantity

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gputenancy.findings import Origin
+from gputenancy.common.findings import Origin
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import ManifestsInstall
 from gputenancy.versions import kueue as kueue_versions

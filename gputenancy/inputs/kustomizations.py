@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.inputs.source import Document, load, load_text
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gputenancy.findings import Origin
+from gputenancy.common.findings import Origin
 from gputenancy.inputs import quantity
 from gputenancy.inputs.amount import Amount as Amount
 from gputenancy.inputs.document import Document

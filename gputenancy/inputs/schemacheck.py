@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
-from gputenancy.findings import Finding
+from gputenancy.common.findings import Finding
 from gputenancy.inputs import schemahints
 from gputenancy.inputs.document import Document
 

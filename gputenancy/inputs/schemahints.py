@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from gputenancy.findings import Finding
-from gputenancy.hints import closest
+from gputenancy.common.findings import Finding
+from gputenancy.common.hints import closest
 
 if TYPE_CHECKING:  # jsonschema is imported only when a file is invalid
     import jsonschema

@@ -66,9 +66,9 @@ from types import MappingProxyType
 
 import yaml
 
-from gputenancy import cachekey
-from gputenancy.cache import Entries
-from gputenancy.findings import Origin, PipelineError, Severity
+from gputenancy.caching import cachekey
+from gputenancy.caching.cache import Entries
+from gputenancy.common.findings import Origin, PipelineError, Severity
 from gputenancy.inputs.doccache import from_entry, to_entry
 from gputenancy.inputs.document import (
     MAX_DEPTH,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gputenancy import cachekey
-from gputenancy.cache import Cache, Entries
-from gputenancy.findings import Finding, PipelineError, Severity
+from gputenancy.caching import cachekey
+from gputenancy.caching.cache import Cache, Entries
+from gputenancy.common.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.builders import build_cluster, build_platform, build_tenant
 from gputenancy.inputs.files import misplaced
 from gputenancy.inputs.records import (

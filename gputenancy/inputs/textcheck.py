@@ -7,7 +7,7 @@ import codecs
 import re
 from collections.abc import Callable, Iterable
 
-from gputenancy.findings import Finding, Severity
+from gputenancy.common.findings import Finding, Severity
 from gputenancy.inputs.document import Mark
 
 # Line breaks as PyYAML and libyaml count them (YAML 1.1), so text checks and parser marks agree.

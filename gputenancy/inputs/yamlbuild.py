@@ -22,7 +22,7 @@ from yaml.events import (
     StreamEndEvent,
 )
 
-from gputenancy.findings import Finding, Severity
+from gputenancy.common.findings import Finding, Severity
 from gputenancy.inputs import yamlwords
 from gputenancy.inputs.document import INT_MAX, INT_MIN, MAX_DEPTH, MAX_FINDINGS_PER_RULE, KeyPath, Mark
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterator, Mapping
 
-from gputenancy.findings import Finding
+from gputenancy.common.findings import Finding
 from gputenancy.inputs.spec import Cluster, Cohort, Model
 
 BUILT_IN_RESERVED = ("kube-*", "kueue-system", "default")

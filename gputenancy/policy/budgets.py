@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputenancy.findings import Finding
-from gputenancy.hints import did_you_mean
+from gputenancy.common.findings import Finding
+from gputenancy.common.hints import did_you_mean
 from gputenancy.inputs.spec import Amount, FlavorBudget, Model
 from gputenancy.policy.catalog import Catalog, declared_budgets, err, placed_budgets
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from gputenancy.findings import Finding, Origin, Severity
-from gputenancy.hints import did_you_mean
+from gputenancy.common.findings import Finding, Origin, Severity
+from gputenancy.common.hints import did_you_mean
 from gputenancy.inputs.hami import human
 from gputenancy.inputs.quantity import Quantity, parse
 from gputenancy.inputs.spec import Cluster, Model, Tenant

@@ -7,7 +7,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 
-from gputenancy.findings import Finding, Origin
+from gputenancy.common.findings import Finding, Origin
 from gputenancy.inputs.hami import HamiDevice
 from gputenancy.inputs.spec import Amount, ClaimTemplate, DeviceClassEntry, FlavorBudget, Model, Tenant
 

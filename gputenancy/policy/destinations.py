@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
-from gputenancy.findings import Finding, Origin
+from gputenancy.common.findings import Finding, Origin
 from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.policy.catalog import Catalog
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from gputenancy.findings import Finding, Origin
-from gputenancy.hints import closest, did_you_mean
+from gputenancy.common.findings import Finding, Origin
+from gputenancy.common.hints import closest, did_you_mean
 from gputenancy.inputs.spec import ClaimTemplate, Model
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources, err
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from gputenancy.findings import Finding, Origin, Severity
+from gputenancy.common.findings import Finding, Origin, Severity
 from gputenancy.inputs.spec import Model
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used
 from gputenancy.versions import gates as kueuegates

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from gputenancy.findings import Finding, Origin
+from gputenancy.common.findings import Finding, Origin
 from gputenancy.inputs.hami import (
     DEFAULT_NAMES,
     DRA_DRIVER,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from gputenancy.findings import Finding, Origin
-from gputenancy.hints import closest
+from gputenancy.common.findings import Finding, Origin
+from gputenancy.common.hints import closest
 from gputenancy.inputs.spec import Model, Tenant
 from gputenancy.policy.catalog import Catalog, err
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from gputenancy.findings import Finding
+from gputenancy.common.findings import Finding
 from gputenancy.inputs.spec import Model
 from gputenancy.policy import (
     boundary,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputenancy.findings import Finding
+from gputenancy.common.findings import Finding
 from gputenancy.inputs.spec import Model
 from gputenancy.policy.catalog import Catalog
 from gputenancy.versions import kueue

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputenancy.findings import Origin
+from gputenancy.common.findings import Origin
 from gputenancy.policy.catalog import Catalog
 from gputenancy.policy.hami import devices_on
 

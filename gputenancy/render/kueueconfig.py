@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
-from gputenancy.findings import Finding, Origin
+from gputenancy.common.findings import Finding, Origin
+from gputenancy.common.objects import FieldPath, longest_origin
 from gputenancy.inputs.spec import Cluster, Model
-from gputenancy.objects import FieldPath, longest_origin
 from gputenancy.policy.catalog import Catalog, classes_used
 from gputenancy.render import hami
 

@@ -17,10 +17,10 @@ from typing import Any
 import jinja2
 import yaml
 
-from gputenancy import fastyaml
-from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.common import fastyaml
+from gputenancy.common.findings import Finding, Origin, PipelineError
+from gputenancy.common.objects import FieldPath, RenderedObject
 from gputenancy.inputs.spec import Cluster, Model, Tenant
-from gputenancy.objects import FieldPath, RenderedObject
 from gputenancy.policy import destinations
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources
 from gputenancy.render import hub, kueueapp, kueueconfig

@@ -39,8 +39,8 @@ from yaml.events import (
     ScalarEvent,
 )
 
-from gputenancy import fastyaml
-from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.common import fastyaml
+from gputenancy.common.findings import Finding, Origin, PipelineError
 
 MAX_RELEASE_BYTES = 64 * 1024 * 1024
 """Largest release file read or downloaded (Kueue's manifests.yaml is 1.7 MB)."""

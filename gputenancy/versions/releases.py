@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputenancy import fastyaml
-from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.common import fastyaml
+from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.versions import releasedata
 
 LOCK_FILE = "schemas.lock"

@@ -4,7 +4,7 @@ Kueue's manager exits at start-up when a feature gate is on while a gate it depe
 (`LoadAndValidateFeatureGates` in pkg/config/validation.go); and with `KueueDRAIntegration` off, every
 workload that uses DRA is made Inadmissible (pkg/controller/core/workload_controller.go), so
 `deviceClassMappings` are dead. The facts are read from Kueue's sources at each tag (the `source`
-of each entry names the file); the check that applies them is `gputenancy.check.startuprules`.
+of each entry names the file); the check that applies them is `gputenancy.check.config.startuprules`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Assembling generated/: kustomize through proc (shards) and writing the tree atomically."""

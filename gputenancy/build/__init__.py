@@ -1,1 +1,0 @@
-"""kustomize in shards, and writing generated/ atomically."""

@@ -1,0 +1,1 @@
+"""The cache: every key and ingredient, the content-addressed store, and the Memo interface the engine uses."""

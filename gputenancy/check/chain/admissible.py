@@ -1,0 +1,435 @@
+"""Every claim template admissible: a pod that uses it fits in one flavor of its tenant's ClusterQueue.
+
+Kueue assigns one flavor per resource group to a pod set, and refuses a flavor when the pod set's request
+exceeds the flavor's maximum capacity (nominal quota plus what it may borrow):
+"insufficient quota for <resource> in flavor <flavor>, previously considered podsets requests (0) +
+current podset request (<n>) > maximum capacity (<m>)" (pkg/scheduler/flavorassigner/flavorassigner.go);
+a resource no resource group covers is "resource <name> unavailable in ClusterQueue". A pod using a
+claim template asks for its devices (counted through deviceClassMappings) plus at least the CPU and
+memory the platform states (`minimumPodRequests` in base/platform.yaml, default cpu 100m, memory 128Mi).
+Every pod also counts one `pods` when the ClusterQueue covers `pods`, and `resources.transformations` turn
+container requests into what Kueue charges (Replace drops the input, Retain keeps it).
+Resources the Kueue Configuration leaves out of quota are not asked for: `resources.excludeResourcePrefixes`
+(pkg/workload/workload.go `dropExcludedResources`), and with `quotaCheckStrategy: IgnoreUndeclared` (gate
+QuotaCheckStrategy) resources the ClusterQueue does not cover. A queue with `stopPolicy: Hold` or
+`HoldAndDrain` admits nothing: it is not judged.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from decimal import Decimal
+from typing import Any
+
+from gputenancy.check.chain.builtview import (
+    DRA,
+    KUEUE,
+    Built,
+    View,
+    kueue_configuration,
+    mappings,
+    queue_of_namespace,
+    spec_of,
+)
+from gputenancy.common.findings import Finding, Origin, Severity
+from gputenancy.inputs.quantity import Quantity, QuantityError, parse
+from gputenancy.inputs.records import DEFAULT_POD_REQUESTS
+from gputenancy.versions import gates as kueuegates
+
+RULES: dict[str, Callable[[View], Iterator[Finding]]] = {}
+_CHANGES = ("patches", "patchesStrategicMerge", "patchesJson6902", "replacements", "transformers")
+
+
+ZERO = parse(0)
+ONE = parse(1)
+HELD = ("Hold", "HoldAndDrain")
+_NONE = Decimal(0)
+_TENANT = "\x00tenant\x00"
+
+
+def _q(value: Any) -> Quantity | None:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    return _parsed(type(value).__name__, value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(kind: str, value: str | int | float) -> Quantity | None:
+    """`kind` keeps 1 and 1.0 (equal keys) apart."""
+    try:
+        return parse(value)
+    except QuantityError:
+        return None
+
+
+def undeclared_ignored(config: Mapping[str, Any] | None, view: View) -> bool:
+    """quotaCheckStrategy: IgnoreUndeclared with the QuotaCheckStrategy gate on."""
+    resources = (config or {}).get("resources") or {}
+    if not isinstance(resources, dict) or resources.get("quotaCheckStrategy") != "IgnoreUndeclared":
+        return False
+    declared = (config or {}).get("featureGates") or {}
+    try:
+        effective = kueuegates.effective_gates(
+            view.cluster.kueue_version, {k: v for k, v in declared.items() if isinstance(v, bool)}
+        )
+    except ValueError:
+        return False
+    return bool(effective.get("QuotaCheckStrategy", False))
+
+
+def _excluded(config: Mapping[str, Any] | None) -> tuple[str, ...]:
+    resources = (config or {}).get("resources") or {}
+    prefixes = resources.get("excludeResourcePrefixes") if isinstance(resources, dict) else None
+    return tuple(p for p in prefixes or [] if isinstance(p, str))
+
+
+def _pod_requests(view: View) -> list[tuple[str, Quantity, Origin]]:
+    stated = view.model.platform.pod_requests
+    if stated:
+        return list(stated)
+    origin = Origin(view.model.platform.path, 1, 1)
+    return [(name, parse(amount), origin) for name, amount in DEFAULT_POD_REQUESTS]
+
+
+Transformation = tuple[str, bool, tuple[tuple[str, Quantity], ...]]  # input, retained, outputs per unit
+
+
+def _transformations(config: Mapping[str, Any] | None) -> tuple[Transformation, ...]:
+    """`resources.transformations` of the Kueue Configuration: what Kueue charges instead of (Replace, the
+    default) or besides (Retain) an input resource."""
+    resources = (config or {}).get("resources") or {}
+    out: list[Transformation] = []
+    for t in resources.get("transformations") or [] if isinstance(resources, dict) else []:
+        if not isinstance(t, dict) or not isinstance(t.get("input"), str):
+            continue
+        outputs = t.get("outputs") or {}
+        per_unit = (
+            tuple((str(name), q) for name, q in ((n, _q(v)) for n, v in outputs.items()) if q is not None)
+            if isinstance(outputs, dict)
+            else ()
+        )
+        out.append((t["input"], t.get("strategy", "Retain") == "Retain", per_unit))
+    return tuple(out)
+
+
+def transformed(
+    needs: Mapping[str, tuple[Quantity, str]], transformations: tuple[Transformation, ...]
+) -> dict[str, tuple[Quantity, str]]:
+    """A pod's container requests as Kueue charges them after `resources.transformations`. A pod that
+    asks only for the platform minimum has no `multiplyBy` resource, which Kueue then reads as 1 (measured:
+    HAMi memory without nvidia.com/gpu is charged once)."""
+    out = dict(needs)
+    for source, retained, outputs in transformations:
+        if source not in needs:
+            continue
+        amount, why = needs[source]
+        if not retained:
+            out.pop(source, None)
+        for name, per_unit in outputs:
+            value = amount.value * per_unit.value
+            before = out.get(name)
+            total = Quantity(value + (before[0].value if before else _NONE), per_unit.format)
+            out[name] = (
+                total,
+                f"{source} {amount.canonical()} ({why}) transformed by the Kueue Configuration",
+            )
+    return out
+
+
+def _held(cq: Built) -> bool:
+    return spec_of(cq).get("stopPolicy") in HELD
+
+
+def _not_judged(view: View, cq: Built, rcts: list[Built]) -> Finding:
+    """The note for a stopped or draining queue: it admits nothing by design, so its claim templates are
+    not judged."""
+    policy = spec_of(cq).get("stopPolicy")
+    tenant = cq.tenant
+    why = (
+        f"`state: draining` in {tenant.path}"
+        if tenant is not None and tenant.state == "draining" and policy == "HoldAndDrain"
+        else f"stopPolicy: {policy}{cq.changed_by(*_CHANGES)}"
+    )
+    names = ", ".join(sorted({r.name for r in rcts}))
+    return cq.origin.finding(
+        "claim-admissible",
+        f"ClusterQueue {cq.name!r} on cluster {view.cluster.name!r} is stopped ({why}): Kueue admits nothing "
+        f"from it by design, so its claim templates ({names}) are not judged for admissibility; they are "
+        "again when the queue is active",
+        Severity.NOTE,
+    )
+
+
+Written = dict[tuple[str, str], str]  # (flavor, resource) -> what to change, for zeros the pipeline writes
+
+
+def _written_zeros(view: View, cq: Built) -> Written:
+    """The quotas of `cq` the pipeline writes as 0 itself: a resource its group covers (because the tenant
+    budgets it on another flavor) that the tenant does not budget on this flavor."""
+    tenant = cq.tenant
+    budgets = tenant.budget_for(view.cluster.name) if tenant is not None else None
+    if tenant is None or not budgets:
+        return {}
+    stated: dict[str, set[str]] = {}
+    where: dict[str, list[str]] = {}
+    origins: dict[str, Origin] = {}
+    for fb in budgets:
+        origins[fb.flavor] = fb.origin
+        for resource, amount in view.catalog.amounts(fb, view.cluster.name):
+            stated.setdefault(fb.flavor, set()).add(resource)
+            where.setdefault(resource, []).append(f"{fb.flavor} at {tenant.path}:{amount.origin.line}")
+    out: Written = {}
+    for (flavor, resource), (nominal, _, _) in _quotas(cq)[1].items():
+        if nominal.value == 0 and flavor in origins and resource not in stated.get(flavor, set()):
+            elsewhere = ", ".join(where.get(resource, [])) or "another flavor"
+            out[(flavor, resource)] = (
+                f"a 0 the pipeline writes: {resource} is budgeted on {elsewhere}, not on {flavor}; budget it at "
+                f"{tenant.path}:{origins[flavor].line}"
+            )
+    return out
+
+
+Quota = tuple[Quantity, Quantity | None, Quantity | None]  # nominal, borrowingLimit, lendingLimit
+Quotas = dict[tuple[str, str], Quota]  # (flavor, resource) -> quota
+
+
+def _quotas(cq: Built) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
+    """Resource groups as (covered resources, flavor names in order) and every quota of the queue."""
+    groups: list[tuple[set[str], list[str]]] = []
+    quotas: Quotas = {}
+    for group in spec_of(cq).get("resourceGroups") or []:
+        if not isinstance(group, dict):
+            continue
+        names: list[str] = []
+        for flavor in group.get("flavors") or []:
+            if not isinstance(flavor, dict) or not isinstance(flavor.get("name"), str):
+                continue
+            names.append(flavor["name"])
+            for res in flavor.get("resources") or []:
+                if isinstance(res, dict) and isinstance(res.get("name"), str):
+                    nominal = _q(res.get("nominalQuota")) or ZERO
+                    quotas[(flavor["name"], res["name"])] = (
+                        nominal,
+                        _q(res.get("borrowingLimit")),
+                        _q(res.get("lendingLimit")),
+                    )
+        covered = {r for r in group.get("coveredResources") or [] if isinstance(r, str)}
+        groups.append((covered, names))
+    return groups, quotas
+
+
+class _Pool:
+    """What each ClusterQueue may borrow: per cohort tree, flavor and resource, the sum of what every
+    queue in the tree lends (its lendingLimit, else its nominal quota)."""
+
+    def __init__(self, view: View) -> None:
+        parents: dict[str, str] = {}
+        self.open_trees: set[str] = set()  # trees with cohort-level quotas: no bound computed here
+        for c in view.of(KUEUE, "Cohort"):
+            parent = spec_of(c).get("parentName")
+            if isinstance(parent, str) and parent:
+                parents[c.name] = parent
+        self.parents = parents
+        for c in view.of(KUEUE, "Cohort"):
+            if spec_of(c).get("resourceGroups"):
+                self.open_trees.add(self.root(c.name))
+        self.quotas: dict[str, Quotas] = {}
+        self.groups: dict[str, list[tuple[set[str], list[str]]]] = {}
+        self.lendable: dict[tuple[str, str, str], Decimal] = {}  # exact sums, as Kueue's int64 milli-units
+        self.capacities: dict[tuple[str, str, str], Quantity | None] = {}
+        for cq in view.of(KUEUE, "ClusterQueue"):
+            groups, quotas = _quotas(cq)
+            self.groups[cq.name], self.quotas[cq.name] = groups, quotas
+            tree = self.tree(cq)
+            if tree is None:
+                continue
+            for (flavor, resource), (nominal, _, lending) in quotas.items():
+                key = (tree, flavor, resource)
+                self.lendable[key] = self.lendable.get(key, _NONE) + (
+                    lending.value if lending is not None else nominal.value
+                )
+
+    def root(self, cohort: str) -> str:
+        seen = {cohort}
+        while cohort in self.parents and self.parents[cohort] not in seen:
+            cohort = self.parents[cohort]
+            seen.add(cohort)
+        return cohort
+
+    def tree(self, cq: Built) -> str | None:
+        cohort = spec_of(cq).get("cohortName")
+        return self.root(cohort) if isinstance(cohort, str) and cohort else None
+
+    def max_capacity(self, cq: Built, flavor: str, resource: str) -> Quantity | None:
+        """Nominal quota plus what the queue may borrow in its cohort; None for no bound known here."""
+        key = (cq.name, flavor, resource)
+        if key not in self.capacities:
+            self.capacities[key] = self._max_capacity(cq, flavor, resource)
+        return self.capacities[key]
+
+    def _max_capacity(self, cq: Built, flavor: str, resource: str) -> Quantity | None:
+        nominal, borrowing, lending = self.quotas[cq.name].get((flavor, resource), (ZERO, None, None))
+        tree = self.tree(cq)
+        if tree is None:
+            return nominal
+        if tree in self.open_trees:
+            return None
+        own = lending.value if lending is not None else nominal.value
+        others = self.lendable.get((tree, flavor, resource), _NONE) - own
+        extra = others if borrowing is None else min(borrowing.value, others)
+        return Quantity(nominal.value + extra, nominal.format)
+
+
+def _device_needs(rct: Built, mapped: Mapping[str, str]) -> dict[str, Quantity]:
+    """Devices per quota resource a pod using the template is charged (Kueue sums the counts)."""
+    needs: dict[str, int] = {}
+    devices = (spec_of(rct).get("spec") or {}).get("devices") or {}
+    for req in devices.get("requests") or [] if isinstance(devices, dict) else []:
+        exactly = req.get("exactly") if isinstance(req, dict) else None
+        if not isinstance(exactly, dict) or exactly.get("allocationMode", "ExactCount") != "ExactCount":
+            continue
+        resource = mapped.get(str(exactly.get("deviceClassName")))
+        count = exactly.get("count", 1)
+        if resource is None or isinstance(count, bool) or not isinstance(count, int):
+            continue
+        needs[resource] = needs.get(resource, 0) + count
+    return {resource: _q(n) or ZERO for resource, n in needs.items()}
+
+
+def _insufficient(resource: str, flavor: str, need: Quantity, cap: Quantity) -> str:
+    """Kueue's reason (flavorassigner.go, without its "previously considered podsets requests (0) +")."""
+    return (
+        f'"insufficient quota for {resource} in flavor {flavor}, current podset request ({need.canonical()}) > '
+        f'maximum capacity ({cap.canonical()})"'
+    )
+
+
+def claim_admissible(view: View) -> Iterator[Finding]:
+    """For each tenant, cluster and claim template, at least one flavor of the tenant's ClusterQueue can
+    hold a pod using it, as Kueue's flavor assignment judges it: every covered resource the pod is charged
+    must fit in the same flavor (nominal quota plus what the cohort lets it borrow). A pod is charged the
+    claim's devices, the CPU and memory it asks for at least (`minimumPodRequests` in base/platform.yaml,
+    default cpu 100m and memory 128Mi) as the Kueue Configuration's `resources.transformations` turn them,
+    and one `pods` when the queue covers `pods`; what the Configuration leaves out of quota
+    (`excludeResourcePrefixes`, `quotaCheckStrategy: IgnoreUndeclared`) is not. The finding names each
+    resource and flavor that blocks, and a 0 quota the pipeline writes itself (a resource the group covers
+    but the flavor's budget does not name) with the budget line to change. A stopped or draining queue
+    (`state: draining`) admits nothing by design: its templates are not judged, and a note says so.
+
+    Passes: flavor h100 with nvidia.com/gpu 8, cpu 96, memory 1792Gi and a template of 8 GPUs.
+    Fails: a tenant budgeting only GPUs (no cpu); a template of 8 GPUs with nominal 4 and no borrowing;
+    `pods: 110` budgeted on the CPU flavor only (the GPU flavor gets pods 0).
+    """
+    config, _ = kueue_configuration(view)
+    mapped = mappings(config)
+    excluded = _excluded(config)
+    ignore_undeclared = undeclared_ignored(config, view)
+    minimum = _pod_requests(view)
+    transformations = _transformations(config)
+    pool = _Pool(view)
+    held: dict[str, tuple[Built, list[Built]]] = {
+        cq.name: (cq, []) for cq in view.of(KUEUE, "ClusterQueue") if _held(cq)
+    }
+    verdicts: dict[tuple[str, tuple[tuple[str, Quantity, str], ...]], list[str]] = {}
+    found: dict[
+        tuple[Origin, str, tuple[str, tuple[tuple[str, Quantity, str], ...]]], tuple[Built, list[str]]
+    ] = {}
+    for rct in view.of(DRA, "ResourceClaimTemplate"):
+        cq = queue_of_namespace(view, rct.namespace)
+        devices = _device_needs(rct, mapped)
+        if cq is None or not devices:
+            continue  # built-claim-chain reports it
+        if cq.name in held:
+            held[cq.name][1].append(rct)
+            continue
+        needs: dict[str, tuple[Quantity, str]] = {}
+        for name, amount, origin in minimum:
+            if not amount.is_negative() and amount > ZERO:
+                where = (
+                    f"minimumPodRequests at {origin.path}" if view.model.platform.pod_requests else "default"
+                )
+                needs[name] = (amount, where)
+        needs = transformed(needs, transformations)
+        for resource, q in devices.items():
+            needs[resource] = (q, "the claim template")
+        if any("pods" in covered for covered, _ in pool.groups[cq.name]):
+            needs["pods"] = (ONE, "one per pod")  # Kueue counts every pod when the queue covers pods
+        key = (cq.name, tuple(sorted((r, q, w) for r, (q, w) in needs.items() if not r.startswith(excluded))))
+        if key not in verdicts:
+            verdicts[key] = _verdict(
+                pool,
+                cq,
+                key[1],
+                ignore_undeclared,
+                functools.cache(functools.partial(_written_zeros, view, cq)),
+            )
+        if verdicts[key]:
+            # one finding per template and problem, naming every namespace it is rendered in
+            found.setdefault((rct.origin, rct.name, key), (rct, []))[1].append(rct.namespace)
+    for cq, rcts in held.values():
+        if rcts:
+            yield _not_judged(view, cq, rcts)
+    for (_, name, key), (rct, namespaces) in found.items():
+        where = (
+            f"{', '.join(namespaces)}/{name}"
+            if len(namespaces) == 1
+            else f"{name} (namespaces {', '.join(namespaces)})"
+        )
+        subject = f"ResourceClaimTemplate {where} on cluster {view.cluster.name!r}"
+        tenant = rct.tenant.path if rct.tenant is not None else "the tenant file"
+        for problem in verdicts[key]:
+            yield rct.origin.finding(
+                "claim-admissible",
+                f"{subject}: {problem.replace(_TENANT, tenant)}{rct.changed_by(*_CHANGES)}",
+            )
+
+
+def _verdict(
+    pool: _Pool,
+    cq: Built,
+    needs: tuple[tuple[str, Quantity, str], ...],
+    ignore_undeclared: bool,
+    zeros: Callable[[], Written],
+) -> list[str]:
+    """Why no flavor of `cq` holds a pod asking for `needs`; messages name the tenant file as _TENANT."""
+    groups = pool.groups[cq.name]
+    covered_all = set().union(*(c for c, _ in groups)) if groups else set()
+    problems = []
+    for resource, amount, why in needs:
+        if resource not in covered_all and not ignore_undeclared:
+            problems.append(
+                f"a pod using it asks for {resource} ({amount.canonical()}, {why}), but ClusterQueue "
+                f"{cq.name!r} does not cover {resource}: Kueue leaves it pending with "
+                f'"resource {resource} unavailable in ClusterQueue"; budget {resource} on the flavors in '
+                + _TENANT
+            )
+    for covered, flavors in groups:
+        wanted = [(r, q) for r, q, _ in needs if r in covered]
+        if not wanted or not flavors:
+            continue
+        blocking: list[tuple[str, str, Quantity, Quantity]] = []
+        for flavor in flavors:
+            lacking = []
+            for resource, amount in wanted:
+                cap = pool.max_capacity(cq, flavor, resource)
+                if cap is not None and amount > cap:
+                    lacking.append((resource, flavor, amount, cap))
+            if not lacking:
+                break
+            blocking.extend(lacking)
+        else:
+            asks = ", ".join(f"{r} {q.canonical()}" for r, q in wanted)
+            reasons = []
+            for resource, flavor, amount, cap in blocking:
+                zero = zeros().get((flavor, resource)) if cap.value == 0 else None
+                reasons.append(_insufficient(resource, flavor, amount, cap) + (f" ({zero})" if zero else ""))
+            problems.append(
+                f"no flavor of ClusterQueue {cq.name!r} can ever hold a pod using it ({asks}); Kueue says "
+                f"{'; '.join(reasons)}; raise the budget (nominal or borrowingLimit) in {_TENANT} or lower what "
+                "the pod asks for"
+            )
+    return problems
+
+
+RULES["claim-admissible"] = claim_admissible

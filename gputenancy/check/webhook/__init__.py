@@ -1,0 +1,1 @@
+"""As strict as Kueue's validating webhooks: ClusterQueue, Cohort, ResourceFlavor and LocalQueue rules."""

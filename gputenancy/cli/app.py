@@ -1,0 +1,461 @@
+"""Command line: parse arguments, call one command function, return the exit code.
+
+Exit codes: 0 fine, 1 errors (findings, or check found generated/ out of date), 2 changes (plan).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gputenancy import engine
+from gputenancy.assemble import output
+from gputenancy.caching import cache
+from gputenancy.cli import commands, progress
+from gputenancy.cli import helptext as clihelp
+from gputenancy.common import report
+from gputenancy.common.findings import Finding, PipelineError, Severity
+from gputenancy.inputs import spec
+
+
+def _globals(
+    p: argparse.ArgumentParser, *, suppress: bool, acting: tuple[str, ...] = ("--root", "--no-cache")
+) -> None:
+    """--root and --no-cache, accepted before and after the command (after it, SUPPRESS keeps a value
+    given before the command when it is not repeated); after a command, only those it acts on."""
+    root_default: Any = argparse.SUPPRESS if suppress else None
+    if "--root" in acting:
+        p.add_argument(
+            "--root",
+            type=Path,
+            default=root_default,
+            help="repository root (default: the nearest directory at or above the current one with "
+            "base/platform.yaml)",
+        )
+    if "--no-cache" not in acting:
+        return
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="do not read or write the cache of per-tenant results (.gputenancy-cache/ or "
+        "$GPUTENANCY_CACHE; GPUTENANCY_CACHE=off does the same)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pipeline.py",
+        description="GPU tenancy on Kubernetes: tenants/ + base/ + overlays/ -> generated/<cluster>/ for Argo CD.",
+        epilog=clihelp.MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _globals(p, suppress=False)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str) -> argparse.ArgumentParser:
+        h = clihelp.COMMANDS[name]
+        sp = sub.add_parser(
+            name,
+            help=h.summary,
+            description=textwrap.fill(h.description, 100),
+            epilog=h.epilog(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        _globals(sp, suppress=True, acting=clihelp.acting(name))
+        return sp
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
+        sp.add_argument(
+            "--schemas",
+            type=Path,
+            default=None,
+            help="directory with Kueue CRDs as kueue/<version>/crds/ (env GPUTENANCY_SCHEMAS)",
+        )
+        sp.add_argument(
+            "--format",
+            choices=report.FORMATS,
+            default=None,
+            help="findings format (default: github under GitHub Actions, else text)",
+        )
+
+    for name in ("validate", "render", "check"):
+        common(command(name))
+    _plan_parsers(command("plan"), command("publish"))
+    bp = command("budgets")
+    bp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
+    bp.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    rp = command("rules")
+    rp.add_argument("rule_id", nargs="?", metavar="ID", help="explain this rule")
+    sc = command("schemas")
+    fetch_help = clihelp.SUBCOMMANDS["schemas fetch"]
+    fetch_p = sc.add_subparsers(dest="schemas_command", metavar="SUBCOMMAND").add_parser(
+        "fetch",
+        help=fetch_help.summary,
+        description=textwrap.fill(fetch_help.description, 100),
+        epilog=fetch_help.epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _globals(fetch_p, suppress=True, acting=clihelp.acting("schemas"))
+    fetch_p.add_argument(
+        "--update", action="store_true", help="download every version again, rewrite schemas.lock"
+    )
+    fetch_p.add_argument(
+        "--schemas",
+        type=Path,
+        default=None,
+        help="directory (default: $GPUTENANCY_SCHEMAS or .gputenancy-schemas)",
+    )
+    fetch_p.add_argument("--format", choices=report.FORMATS, default=None, help="findings format")
+    fetch_p.add_argument(
+        "--url",
+        help="URL template for this run ({version}), instead of kueueManifestsURL of base/platform.yaml",
+    )
+    pc = command("pr-comment")
+    pc.add_argument("--body-file", type=Path, required=True, help="Markdown body (e.g. plan.md)")
+    pc.add_argument("--repo", help="OWNER/NAME (default: $GITHUB_REPOSITORY)")
+    pc.add_argument("--pr", type=int, help="pull request number (default: from $GITHUB_EVENT_PATH)")
+    js = command("job-summary")
+    js.add_argument("--body-file", type=Path, required=True, help="Markdown body (e.g. plan.md)")
+    hp = command("report")
+    hp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
+    hp.add_argument(
+        "--output", type=Path, default=Path("report.html"), help="HTML file (default: report.html)"
+    )
+    return p
+
+
+def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentParser) -> None:
+    for sp in (plan_p, publish_p):
+        sp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
+        sp.add_argument(
+            "--schemas", type=Path, default=None, help="Kueue CRDs directory (env GPUTENANCY_SCHEMAS)"
+        )
+        sp.add_argument(
+            "--allow-delete", action="store_true", help="delete queues of tenants that were not drained"
+        )
+    plan_p.add_argument(
+        "--against",
+        help="DIR of <cluster>/ trees or GIT-REF (default: generated/ of the work tree, or the last commit "
+        "when generated/ holds uncommitted output); with a GIT-REF, capacity, grants and reach are shown "
+        "before and after and findings on the files changed since it come first",
+    )
+    plan_p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    plan_p.add_argument("--output", type=Path, default=None, help="write the plan to FILE instead of stdout")
+    publish_p.add_argument("--repo", help="deploy repository URL or PATH (default: this repository)")
+    publish_p.add_argument("--branch", help="deploy branch (default: the deploy repository's default branch)")
+    publish_p.add_argument(
+        "--path", default=output.GENERATED, help="directory of <cluster>/ trees (default: generated)"
+    )
+    publish_p.add_argument(
+        "--dry-run", action="store_true", help="write nothing; print what would be committed"
+    )
+    publish_p.add_argument("--message-title", help="first line of the commit message")
+
+
+def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -> int:
+    """`plan` and `publish`, each importing only its own modules: GitPython is loaded for publish (and
+    for plan --against a git ref), not for every plan."""
+    import os
+
+    if args.command == "plan":
+        from gputenancy.deliver import planview
+
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        return planview.command(
+            root,
+            cluster=args.cluster,
+            against=args.against,
+            schemas=schemas,
+            fmt=args.format,
+            output_file=args.output,
+            allow_delete=args.allow_delete,
+            color=color,
+            findings_format=report.default_format(),
+            emit=sys.stdout.write,
+            emit_notes=sys.stderr.write,
+        )
+    from gputenancy.deliver import publish
+
+    return publish.command(
+        root,
+        cluster=args.cluster,
+        schemas=schemas,
+        repo=args.repo,
+        branch=args.branch,
+        path=args.path,
+        dry_run=args.dry_run,
+        allow_delete=args.allow_delete,
+        message_title=args.message_title,
+        emit=sys.stdout.write,
+        emit_notes=sys.stderr.write,
+    )
+
+
+def _schemas(arg: Path | None, root: Path) -> Path | None:
+    """--schemas, else $GPUTENANCY_SCHEMAS, else .gputenancy-schemas/ of the repository when it exists."""
+    import os
+
+    from gputenancy.versions import releases
+
+    if arg is not None:
+        return arg
+    env = os.environ.get("GPUTENANCY_SCHEMAS")
+    if env:
+        return Path(env)
+    default = root / releases.DEFAULT_DIR
+    return default if default.is_dir() else None
+
+
+def _print_findings(result_findings: Sequence[Finding], fmt: str | None, notes: Sequence[str] = ()) -> None:
+    """Findings (and the JSON document) on stdout; notes on stderr, except inside the JSON document."""
+    import os
+
+    fmt = fmt or report.default_format()
+    if fmt == "json":
+        sys.stdout.write(report.format_findings(list(result_findings), fmt, notes))
+        return
+    color = fmt == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    sys.stdout.write(report.format_findings(list(result_findings), fmt, color=color))
+    sys.stderr.write("".join(f"note: {n}\n" for n in notes))
+
+
+def cmd_validate(root: Path, cluster: str | None, schemas: Path | None, fmt: str | None) -> int:
+    result = engine.run(root, cluster=cluster, schemas=schemas)
+    _print_findings(result.findings, fmt, result.notes)
+    if not result.failed and (fmt or report.default_format()) != "json":
+        print(
+            f"ok: {len(result.model.tenants)} tenants, {len(result.clusters)} clusters, {sum(len(c.objects) for c in result.clusters.values())} objects"
+        )
+    return 1 if result.failed else 0
+
+
+def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str | None, *, check: bool) -> int:
+    result = engine.run(root, cluster=cluster, schemas=schemas)
+    json_out = (fmt or report.default_format()) == "json"
+    if result.failed or not json_out:
+        _print_findings(result.findings, fmt, result.notes)
+    if result.failed:
+        return 1
+    told: list[str] = []
+    say: Callable[[str], object] = told.append if json_out else print
+    code = _write_or_check(root, cluster, result, say, check=check)
+    if json_out:  # what render and check say, as notes of the one JSON document
+        _print_findings(result.findings, fmt, [*result.notes, *"\n".join(told).splitlines()])
+    return code
+
+
+def _write_or_check(
+    root: Path, cluster: str | None, result: engine.Result, say: Callable[[str], object], *, check: bool
+) -> int:
+    trees = {name: c.tree for name, c in result.clusters.items()}
+    parent = root / output.GENERATED
+    if check:
+        from gputenancy.assemble import swap
+
+        refused = swap.guard(root, parent)
+        if refused:
+            raise PipelineError(refused)
+        stale_dirs = (
+            []
+            if cluster
+            else sorted(
+                p.name
+                for p in parent.iterdir()
+                if p.is_dir() and not p.name.startswith(".") and p.name not in trees
+            )
+            if parent.is_dir()
+            else []
+        )
+        differences = [
+            f"{d}: leftover of an interrupted run (generated-leftover)" for d in swap.leftovers(parent)
+        ]
+        differences += [
+            f"{name}: {d}"
+            for name, tree in trees.items()
+            for d in output.diff_paths(tree, output.read_tree(parent / name))
+        ]
+        differences += [f"{name}: - (whole cluster directory)" for name in stale_dirs]
+        stale = _stale_files(root, _derived_files(result.model))
+        if differences:
+            say("generated/ is out of date; run `python pipeline.py render`:")
+            say("\n".join(f"  {d}" for d in differences))
+        if stale:
+            say("files rendered from the inputs are out of date; run `python pipeline.py render`:")
+            say("\n".join(f"  {d}" for d in stale))
+        if differences or stale:
+            return 1
+        say(f"generated/ is up to date ({sum(len(t) for t in trees.values())} files)")
+        return 0
+    from gputenancy.assemble import swap
+
+    cleaned = swap.prepare(root, parent)
+    if cleaned:
+        say(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
+    derived = _derived_files(result.model)
+    _stale_files(root, derived)  # refuses linked paths before anything is written
+    changed = swap.write_trees(root, parent, trees, prune=cluster is None)
+    changed += _write_files(root, derived)
+    say(f"rendered {sum(len(t) for t in trees.values())} files; changed: {', '.join(changed) or 'nothing'}")
+    return 0
+
+
+def _derived_files(model: spec.Model) -> dict[str, bytes | None]:
+    """Files outside generated/ rendered from the inputs: CODEOWNERS and the hub's app-of-apps.
+    None means the file should not exist (removed only when the pipeline wrote it)."""
+    from gputenancy.deliver import appset, ownership
+
+    return {ownership.PATH: ownership.codeowners(model).encode(), **appset.files(model)}
+
+
+def _generated_by_us(path: Path) -> bool:
+    from gputenancy.deliver import appset
+
+    return path.is_file() and path.read_bytes().startswith(appset.HEADER.encode())
+
+
+def _stale_files(root: Path, files: dict[str, bytes | None]) -> list[str]:
+    from gputenancy.assemble import swap
+
+    refused = [f for f in (swap.confined_file(root, rel) for rel in sorted(files)) if f is not None]
+    if refused:
+        raise PipelineError(refused)
+    out = []
+    for rel, want in sorted(files.items()):
+        path = root / rel
+        if want is None:
+            out += [f"- {rel}"] if _generated_by_us(path) else []
+        elif not path.is_file():
+            out.append(f"+ {rel}")
+        elif path.read_bytes() != want:
+            out.append(f"~ {rel}")
+    return out
+
+
+def _write_files(root: Path, files: dict[str, bytes | None]) -> list[str]:
+    """Write (atomically: temporary file + rename) or remove each stale file; returns what changed."""
+    import os
+    import tempfile
+
+    changed = []
+    for line in _stale_files(root, files):
+        rel = line[2:]
+        path = root / rel
+        want = files[rel]
+        if want is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(want)
+                os.chmod(tmp, 0o644)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        changed.append(rel)
+    return changed
+
+
+def boundary_docs() -> dict[str, str]:
+    """Documentation of the rules that guard the trust boundary outside the model rules: reads
+    confined to the repository, kustomizations, amounts, the swap of generated/."""
+    from gputenancy.assemble import swap
+    from gputenancy.inputs import amounts, confine, kustomizations
+
+    return {**confine.DOCS, **kustomizations.DOCS, **amounts.DOCS, **swap.DOCS}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None or (args.command == "schemas" and args.schemas_command is None):
+        # `pipeline.py` or `pipeline.py schemas` alone: the help that names what to type, not a usage error
+        shown = parser if args.command is None else _subparser(parser, "schemas")
+        sys.stdout.write(shown.format_help())
+        return 2
+    if "--root" not in clihelp.acting(args.command):  # a command that reads no repository
+        for flag, given in (("--root", args.root is not None), ("--no-cache", args.no_cache)):
+            if given:
+                parser.error(f"{flag} has no effect on `{args.command}`")
+    from gputenancy.common import interrupt
+
+    with (
+        interrupt.handled() as stopped,
+        cache.disabled(args.no_cache),
+        engine.without_cycle_collection(),
+        progress.ticker(f"pipeline.py {args.command}", sys.stderr),
+    ):
+        try:
+            return _main(args)
+        except interrupt.Interrupted as exc:
+            return stopped(exc)
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    found: argparse.ArgumentParser = action.choices[name]
+    return found
+
+
+def _main(args: argparse.Namespace) -> int:
+    try:
+        if args.command == "rules":
+            return commands.cmd_rules(args.rule_id)
+        if args.command in ("pr-comment", "job-summary"):
+            import os
+
+            from gputenancy.deliver import github
+
+            if args.command == "pr-comment":
+                return github.cmd_pr_comment(args.body_file, args.repo, args.pr, os.environ)
+            return github.cmd_job_summary(args.body_file, os.environ)
+        root = args.root.resolve() if args.root is not None else clihelp.find_root(Path.cwd())
+        if args.command == "budgets":
+            return commands.cmd_budgets(root, args.cluster, args.format)
+        if args.command == "report":
+            from gputenancy.deliver import htmlreport
+
+            return htmlreport.command(root, args.cluster, args.output, sys.stdout.write, sys.stderr.write)
+        if args.command == "schemas":
+            from gputenancy.deliver import fetch
+            from gputenancy.versions import releases
+
+            target = _schemas(args.schemas, root) or root / releases.DEFAULT_DIR
+            fmt = args.format or report.default_format()
+            return fetch.command(
+                root,
+                target,
+                update=args.update,
+                fmt=fmt,
+                url=args.url,
+                emit=sys.stdout.write,
+                hint_schemas=args.schemas,
+            )
+        schemas = _schemas(args.schemas, root)
+        if args.command in ("plan", "publish"):
+            return _plan_commands(args, root, schemas)
+        if args.command == "validate":
+            return cmd_validate(root, args.cluster, schemas, args.format)
+        return cmd_render(root, args.cluster, schemas, args.format, check=args.command == "check")
+    except PipelineError as exc:
+        _print_findings(exc.findings, getattr(args, "format", None))
+        return 1 if any(f.severity is Severity.ERROR for f in exc.findings) else 0
+    except OSError as exc:
+        print(
+            f"error: {exc.strerror or exc}: {exc.filename or ''} (nothing was changed)".rstrip(),
+            file=sys.stderr,
+        )
+        return 1
+
+
+def main_entry() -> None:
+    """The `gputenancy` console script (pre-commit hooks run it): `gputenancy <command>`."""
+    raise SystemExit(main())
