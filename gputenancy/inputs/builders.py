@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from gputenancy.findings import Finding, Origin, PipelineError
-from gputenancy.inputs import amounts, hami, kueueinstall, quantity
+from gputenancy.inputs import amounts, hami, kueueinstall, multikueue, quantity
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import (
     DEFAULT_KUEUE_NAMESPACE,
@@ -313,7 +313,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         )
     manifests = kueueinstall.manifests_install(doc, kueue, c.add)
     capacity = []
-    for i, raw in enumerate(d["capacity"]):
+    for i, raw in enumerate(d.get("capacity", ())):
         devs = []
         for name, value in raw.get("devices", {}).items():
             p = ("capacity", i, "devices", name)
@@ -362,6 +362,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         destination=Destination(d["argocd"].get("server"), d["argocd"].get("name"))
         if "argocd" in d
         else None,
+        multikueue=multikueue.build(doc, d.get("multiKueue")),
     )
 
 

@@ -13,6 +13,7 @@ from gputenancy.inputs import quantity
 from gputenancy.inputs.amount import Amount as Amount
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.hami import HamiBudget, HamiCapacity, HamiDevice, VgpuTemplate
+from gputenancy.inputs.multikueue import MultiKueue
 
 API_VERSION = "gputenancy.io/v1"
 DEFAULT_KUEUE_NAMESPACE = "kueue-system"
@@ -201,6 +202,7 @@ class Cluster:
     origin: Origin
     destination: Destination | None = None
     manifests: ManifestsInstall | None = None  # with install: manifests
+    multikueue: MultiKueue | None = None  # a MultiKueue manager (gputenancy.inputs.fleet)
 
 
 @dataclasses.dataclass(frozen=True)

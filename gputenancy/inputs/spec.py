@@ -12,6 +12,7 @@ from pathlib import Path
 from gputenancy import cachekey
 from gputenancy.cache import Cache, Entries
 from gputenancy.findings import Finding, PipelineError, Severity
+from gputenancy.inputs import fleet
 from gputenancy.inputs.builders import build_cluster, build_platform, build_tenant
 from gputenancy.inputs.records import (
     Amount,
@@ -86,7 +87,7 @@ def load_model(
                 )
             ]
         )
-    return Model(root, platform, clusters, tuple(tenants)), findings
+    return fleet.derive(Model(root, platform, clusters, tuple(tenants))), findings
 
 
 def _load_platform(root: Path, findings: list[Finding], cache: Entries | None) -> Platform | None:

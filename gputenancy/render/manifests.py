@@ -22,7 +22,7 @@ from gputenancy.findings import Finding, Origin, PipelineError
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.objects import FieldPath, RenderedObject
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources
-from gputenancy.render import kueueapp, kueueconfig
+from gputenancy.render import kueueapp, kueueconfig, multikueue
 from gputenancy.versions import kueue as kueue_versions
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
@@ -145,6 +145,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
         weight=tenant.fair_sharing_weight.canonical() if tenant.fair_sharing_weight is not None else None,
         covered=covered,
         flavors=flavors,
+        admission_checks=multikueue.admission_checks(cluster),
         defaults=kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"],
         **_meta(tenant.origin, WAVE_HELD if held else WAVE_CLUSTER_QUEUES, tenant.name),
     )
@@ -160,7 +161,11 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
             **_meta(origin, WAVE_HELD if held else WAVE_NAMESPACED, tenant.name),
         )
         out.append(RenderedObject(cluster.name, lq, origin))
+    manager = cluster.multikueue is not None
     for ct in claims_on(tenant, cluster.name):
+        # on a MultiKueue manager without CEL selectors: it has no GPU nodes to match them, and charges
+        # the same class and count as the workers, which keep the selectors
+        selectors = () if manager else ct.selectors
         for ns in ct.namespaces or namespaces:
             rct = _render(
                 "resourceclaimtemplate.json.j2",
@@ -170,7 +175,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
                 request="gpu",
                 device_class=ct.device_class,
                 count=ct.count,
-                selectors=list(ct.selectors),
+                selectors=list(selectors),
                 capacity={name: q.canonical() for name, q in ct.capacity},
                 **_meta(ct.origin, WAVE_NAMESPACED, tenant.name, **{SYNC_OPTIONS: "Force=true,Replace=true"}),
             )
@@ -181,7 +186,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
                     ct.origin,
                     {
                         (*_EXACTLY, "deviceClassName"): ct.class_origin,
-                        **{(*_EXACTLY, "selectors", i): o for i, o in enumerate(ct.selector_origins)},
+                        **{(*_EXACTLY, "selectors", i): o for i, o in enumerate(ct.selector_origins[: len(selectors)])},
                     },
                 )
             )
@@ -237,6 +242,8 @@ def render_platform(
             **_meta(co.origin, WAVE_FLAVORS),
         )
         out.append(RenderedObject(cluster.name, body, co.origin))
+    if cluster.multikueue is not None:
+        out.extend(multikueue.manager_objects(cluster, _meta(cluster.multikueue.origin, WAVE_FLAVORS)))
     config, findings = kueueconfig.build(model, cluster, catalog)
     out.extend(_deliver_config(cluster, config))
     return out, config, findings

@@ -1,0 +1,77 @@
+"""The manager's side of a MultiKueue fleet: the AdmissionCheck (`kueue.x-k8s.io/multikueue`), the
+MultiKueueConfig listing the workers in preference order, one MultiKueueCluster per worker naming its
+kubeconfig Secret (never a kubeconfig), and the `multiKueue` section of the manager's Configuration.
+
+Sync wave: with the flavors, before the ClusterQueues that name the check (a Job created while its
+queue lacks the check is never managed by MultiKueue), which come before the LocalQueues.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputenancy import fastyaml
+from gputenancy.findings import Origin
+from gputenancy.inputs.multikueue import CHECK_NAME, CONTROLLER, DISPATCHERS, secret_name
+from gputenancy.inputs.spec import Cluster
+from gputenancy.objects import FieldPath, RenderedObject
+from gputenancy.versions.multikueue import support
+
+
+def admission_checks(cluster: Cluster) -> list[dict[str, Any]]:
+    """`admissionChecksStrategy.admissionChecks` of a tenant's ClusterQueue: the one MultiKueue check on
+    every flavor on a manager, none elsewhere."""
+    return [{"name": CHECK_NAME}] if cluster.multikueue is not None else []
+
+
+def manager_objects(cluster: Cluster, meta: dict[str, Any]) -> list[RenderedObject]:
+    """AdmissionCheck, MultiKueueConfig and MultiKueueClusters of a manager (none for other clusters)."""
+    from gputenancy.render.manifests import environment
+
+    mk = cluster.multikueue
+    if mk is None:
+        return []
+    text = (
+        environment()
+        .get_template("multikueue.yaml.j2")
+        .render(
+            check=CHECK_NAME,
+            controller=CONTROLLER,
+            config=mk.config_name,
+            workers=list(mk.worker_names),
+            secrets=[secret_name(w) for w in mk.worker_names],
+            quota_management=mk.quota_management,
+            **meta,
+        )
+    )
+    out = []
+    for doc in text.split("\n---\n"):
+        body = fastyaml.load(doc)
+        kind = body["kind"]
+        origins: dict[FieldPath, Origin] = {}
+        if kind == "MultiKueueCluster":
+            where = dict(mk.workers)[body["metadata"]["name"]]
+        elif kind == "MultiKueueConfig":
+            where = mk.at("workers")
+            origins[("spec", "quotaManagement")] = mk.at("quotaManagement")
+        else:
+            where = mk.origin
+        out.append(RenderedObject(cluster.name, body, where, origins))
+    return out
+
+
+def config_section(cluster: Cluster) -> dict[str, Any] | None:
+    """The `multiKueue` section of a manager's Configuration (None for other clusters). The incremental
+    dispatcher's step size exists from Kueue v0.19 (`fleet-version-fields` refuses it before)."""
+    mk = cluster.multikueue
+    if mk is None:
+        return None
+    section: dict[str, Any] = {
+        "gcInterval": mk.gc_interval,
+        "origin": mk.origin_label,
+        "workerLostTimeout": mk.worker_lost_timeout,
+        "dispatcherName": DISPATCHERS[mk.dispatcher],
+    }
+    if mk.step_size is not None and support(cluster.kueue_version).incremental_step_size:
+        section["incrementalDispatcherConfig"] = {"stepSize": mk.step_size}
+    return section
