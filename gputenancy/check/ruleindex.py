@@ -3,7 +3,7 @@
 
 Four sources: the model rules (`policy.rules.RULES`, each documented by its docstring), the admission
 rules of Kueue's webhooks and of DRA (`check.webhooks.RULES`), the rules on the built objects
-(`check.postbuild.RULES`), the trust-boundary rules documented beside their code (`DOCS` of
+(`check.postbuild.RULES`) and across a MultiKueue fleet's clusters (`check.fleet.RULES`), the trust-boundary rules documented beside their code (`DOCS` of
 `inputs.confine`, `inputs.kustomizations`, `inputs.amounts`, `build.swap`), and the table below for the rules
 that live in the reader, the schemas, the Kueue Configuration checks, the build, the object
 validation, plan and publish. A rule registered in any of those registries appears here without more work.
@@ -15,7 +15,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
-from gputenancy.check import postbuild, webhooks
+from gputenancy.check import fleet, postbuild, webhooks
 from gputenancy.policy import rules
 
 
@@ -464,7 +464,7 @@ def all_rules() -> list[RuleDoc]:
     out += [dataclasses.replace(_model_doc(r.id, r.doc), stage="admission") for r in webhooks.RULES]
     out += [
         dataclasses.replace(_model_doc(i, fn.__doc__ or ""), stage="built")
-        for i, fn in postbuild.RULES.items()
+        for i, fn in [*postbuild.RULES.items(), *fleet.RULES.items()]
     ]
     order = (
         "read",

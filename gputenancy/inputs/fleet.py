@@ -66,7 +66,9 @@ def _tenant(t: Tenant, fleets: Mapping[str, list[str]], model: Model) -> Tenant:
         if m not in t.cluster_budgets:
             worker_budgets = [t.budget_for(w) for w in fleets[m]]
             budgets[m] = summed_budget([b for b in worker_budgets if b])
-    return dataclasses.replace(t, clusters=tuple(placed), cluster_origins=tuple(origins), cluster_budgets=budgets)
+    return dataclasses.replace(
+        t, clusters=tuple(placed), cluster_origins=tuple(origins), cluster_budgets=budgets
+    )
 
 
 def summed_budget(budgets: Iterable[Iterable[FlavorBudget]]) -> tuple[FlavorBudget, ...]:

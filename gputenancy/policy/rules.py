@@ -12,7 +12,17 @@ from collections.abc import Callable, Iterable
 
 from gputenancy.findings import Finding
 from gputenancy.inputs.spec import Model
-from gputenancy.policy import boundary, budgets, capacity, devices, draquota, hami, placement, versionrules
+from gputenancy.policy import (
+    boundary,
+    budgets,
+    capacity,
+    devices,
+    draquota,
+    fleet,
+    hami,
+    placement,
+    versionrules,
+)
 from gputenancy.policy.catalog import Catalog as Catalog
 from gputenancy.policy.catalog import effective_catalog as effective_catalog
 
@@ -48,6 +58,14 @@ RULES: dict[str, Rule] = {
     "dra-capacity-quota": draquota.dra_capacity_quota,
     "kueue-version-unsupported": versionrules.kueue_version_unsupported,
     "k8s-version-unsupported": versionrules.k8s_version_unsupported,
+    "fleet-worker": fleet.fleet_worker,
+    "fleet-capacity": fleet.fleet_capacity,
+    "fleet-origin": fleet.fleet_origin,
+    "fleet-versions": fleet.fleet_versions,
+    "fleet-version-fields": fleet.fleet_version_fields,
+    "fleet-quota-automation": fleet.fleet_quota_automation,
+    "fleet-claim-template": fleet.fleet_claim_template,
+    "fleet-budget": fleet.fleet_budget,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

@@ -186,7 +186,10 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
                     ct.origin,
                     {
                         (*_EXACTLY, "deviceClassName"): ct.class_origin,
-                        **{(*_EXACTLY, "selectors", i): o for i, o in enumerate(ct.selector_origins[: len(selectors)])},
+                        **{
+                            (*_EXACTLY, "selectors", i): o
+                            for i, o in enumerate(ct.selector_origins[: len(selectors)])
+                        },
                     },
                 )
             )
