@@ -17,13 +17,13 @@ from typing import Any
 
 from gputenancy import engine
 from gputenancy.build import output
-from gputenancy.deliver import budgets
+from gputenancy.deliver import budgets, fleetrisks
 from gputenancy.deliver import risks as more_risks
 from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tree, compare, load_objects
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.objects import ObjectKey
-from gputenancy.policy import hami
+from gputenancy.policy import fleetquota, hami
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
 from gputenancy.policy.catalog import effective_catalog
 
@@ -35,7 +35,8 @@ ACTIONS = ("changed", "added", "removed")
 @dataclasses.dataclass(frozen=True)
 class Risk:
     """risk: queue-deleted | localqueue-replaced | claim-template-replaced | kueue-config-changed |
-    capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py)"""
+    capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py) |
+    fleet-worker-added | fleet-worker-removed (deliver/fleetrisks.py)"""
 
     cluster: str
     risk: str
@@ -280,13 +281,16 @@ def build(
         extra, replaced = more_risks.more(name, objects, olds)
         risks += [r for r in _risks(name, objects, olds, cqs) if r.subject not in replaced]
         risks += [Risk(name, *r) for r in extra]
+        risks += [Risk(name, *r) for r in fleetrisks.more(name, objects)]
         findings += [] if allow_delete else _refusals(name, objects, olds)
     for f in result.findings:
         if f.rule == "capacity":
             m = re.search(r"cluster '([^']+)'", f.message)
             risks.append(Risk(m.group(1) if m else "", "capacity-overcommitted", "", f.message))
     grants = budgets.grants_for(result.model, {c.name: c.tenants for c in clusters})
-    return Plan(label, tuple(clusters), tuple(risks), tuple(sorted(findings)), tuple(result.notes), grants)
+    fleet_notes = fleetquota.notes(result.model, effective_catalog(result.model), names)
+    notes = (*result.notes, *fleet_notes)
+    return Plan(label, tuple(clusters), tuple(risks), tuple(sorted(findings)), notes, grants)
 
 
 def read_against(root: Path, against: str | None) -> tuple[dict[str, dict[str, bytes]], str]:

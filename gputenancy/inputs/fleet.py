@@ -48,11 +48,21 @@ def derive(model: Model) -> Model:
             clusters[name], capacity=summed_capacity(clusters[name], [model.clusters[w] for w in workers])
         )
     tenants = tuple(_tenant(t, fleets, model) for t in model.tenants)
-    return dataclasses.replace(model, clusters=clusters, tenants=tenants)
+    summed = frozenset(
+        (t.name, m)
+        for t in model.tenants
+        for m in fleets
+        if m not in t.cluster_budgets and m in _placed(t, model)
+    )
+    return dataclasses.replace(model, clusters=clusters, tenants=tenants, summed_budgets=summed)
+
+
+def _placed(t: Tenant, model: Model) -> list[str]:
+    return [c for c in model.clusters if t.placed_on(c)] if t.clusters is None else list(t.clusters)
 
 
 def _tenant(t: Tenant, fleets: Mapping[str, list[str]], model: Model) -> Tenant:
-    placed = [c for c in model.clusters if t.placed_on(c)] if t.clusters is None else list(t.clusters)
+    placed = _placed(t, model)
     origins = list(t.cluster_origins) if t.clusters is not None else [t.origin] * len(placed)
     on = [m for m in fleets if m in placed]
     if not on:

@@ -211,6 +211,8 @@ class Model:
     platform: Platform
     clusters: Mapping[str, Cluster]
     tenants: tuple[Tenant, ...]
+    # (tenant, manager): the tenant's budget on that MultiKueue manager is its workers' sum (inputs.fleet)
+    summed_budgets: frozenset[tuple[str, str]] = frozenset()
 
     def tenants_on(self, cluster: str) -> list[Tenant]:
         return [t for t in self.tenants if t.placed_on(cluster)]

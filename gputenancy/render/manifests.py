@@ -149,6 +149,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
         defaults=kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"],
         **_meta(tenant.origin, WAVE_HELD if held else WAVE_CLUSTER_QUEUES, tenant.name),
     )
+    cq["metadata"]["labels"].update(multikueue.quota_labels(cluster))
     field_origins[("spec", "cohortName")] = tenant.cohort_origin
     out = [RenderedObject(cluster.name, cq, tenant.origin, field_origins)]
     for ns, origin in tenant.namespaces:

@@ -17,6 +17,17 @@ from gputenancy.inputs.spec import Cluster
 from gputenancy.objects import FieldPath, RenderedObject
 from gputenancy.versions.multikueue import support
 
+# On a manager ClusterQueue whose quotas Kueue keeps (quotaManagement: Automated): Argo CD ignores its
+# spec.resourceGroups there (`gputenancy.deliver.appset`), or self-heal would fight Kueue.
+QUOTA_LABEL = "gputenancy.io/quota-management"
+AUTOMATED = "Automated"
+
+
+def quota_labels(cluster: Cluster) -> dict[str, str]:
+    """The labels of a tenant's ClusterQueue that say who keeps its quotas (none: the pipeline)."""
+    mk = cluster.multikueue
+    return {QUOTA_LABEL: AUTOMATED} if mk is not None and mk.quota_management == AUTOMATED else {}
+
 
 def admission_checks(cluster: Cluster) -> list[dict[str, Any]]:
     """`admissionChecksStrategy.admissionChecks` of a tenant's ClusterQueue: the one MultiKueue check on
