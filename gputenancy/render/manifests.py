@@ -247,7 +247,8 @@ def render_platform(
         )
         out.append(RenderedObject(cluster.name, body, co.origin))
     if cluster.multikueue is not None:
-        out.extend(multikueue.manager_objects(cluster, _meta(cluster.multikueue.origin, WAVE_FLAVORS)))
+        meta = _meta(cluster.multikueue.origin, WAVE_FLAVORS)
+        out.extend(multikueue.manager_objects(cluster, meta, environment()))
     config, findings = kueueconfig.build(model, cluster, catalog)
     out.extend(_deliver_config(cluster, config))
     return out, config, findings

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import jinja2
+
 from gputenancy import fastyaml
 from gputenancy.findings import Origin
 from gputenancy.inputs.multikueue import CHECK_NAME, CONTROLLER, DISPATCHERS, secret_name
@@ -35,25 +37,22 @@ def admission_checks(cluster: Cluster) -> list[dict[str, Any]]:
     return [{"name": CHECK_NAME}] if cluster.multikueue is not None else []
 
 
-def manager_objects(cluster: Cluster, meta: dict[str, Any]) -> list[RenderedObject]:
-    """AdmissionCheck, MultiKueueConfig and MultiKueueClusters of a manager (none for other clusters)."""
-    from gputenancy.render.manifests import environment
-
+def manager_objects(
+    cluster: Cluster, meta: dict[str, Any], templates: jinja2.Environment
+) -> list[RenderedObject]:
+    """AdmissionCheck, MultiKueueConfig and MultiKueueClusters of a manager (none for other clusters),
+    from the renderer's `templates` (`render.manifests.environment`)."""
     mk = cluster.multikueue
     if mk is None:
         return []
-    text = (
-        environment()
-        .get_template("multikueue.yaml.j2")
-        .render(
-            check=CHECK_NAME,
-            controller=CONTROLLER,
-            config=mk.config_name,
-            workers=list(mk.worker_names),
-            secrets=[secret_name(w) for w in mk.worker_names],
-            quota_management=mk.quota_management,
-            **meta,
-        )
+    text = templates.get_template("multikueue.yaml.j2").render(
+        check=CHECK_NAME,
+        controller=CONTROLLER,
+        config=mk.config_name,
+        workers=list(mk.worker_names),
+        secrets=[secret_name(w) for w in mk.worker_names],
+        quota_management=mk.quota_management,
+        **meta,
     )
     out = []
     for doc in text.split("\n---\n"):
