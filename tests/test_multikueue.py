@@ -83,6 +83,32 @@ def test_the_manager_has_the_check_config_and_one_cluster_per_worker_naming_its_
         }
 
 
+def test_each_worker_has_the_service_account_and_rbac_the_managers_credential_uses(
+    fleet: engine.Result,
+) -> None:
+    for name in ("w1", "w2"):
+        (sa,) = of(fleet, name, "ServiceAccount")
+        (role,) = of(fleet, name, "ClusterRole")
+        (binding,) = of(fleet, name, "ClusterRoleBinding")
+        assert sa["metadata"] == {**sa["metadata"], "name": "multikueue-mgr", "namespace": "kueue-system"}
+        assert binding["roleRef"]["name"] == role["metadata"]["name"] == "multikueue-mgr"
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "multikueue-mgr", "namespace": "kueue-system"}
+        ]
+        granted = {
+            (g, r): set(rule["verbs"])
+            for rule in role["rules"]
+            for g in rule["apiGroups"]
+            for r in rule["resources"]
+        }
+        assert {"create", "delete", "get", "list", "watch"} <= granted[
+            ("batch", "jobs")
+        ]  # the base frameworks
+        assert {"update", "patch"} <= granted[("kueue.x-k8s.io", "workloads/status")]
+        assert {"get", "list", "watch"} <= granted[("kueue.x-k8s.io", "localqueues")]
+    assert not of(fleet, "mgr", "ServiceAccount") and not of(fleet, "mgr", "ClusterRole")
+
+
 def test_manager_queues_carry_exactly_one_multikueue_check_and_worker_queues_none(
     fleet: engine.Result,
 ) -> None:

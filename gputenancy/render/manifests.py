@@ -19,6 +19,7 @@ import yaml
 
 from gputenancy import fastyaml
 from gputenancy.findings import Finding, Origin, PipelineError
+from gputenancy.inputs import fleet
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.objects import FieldPath, RenderedObject
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources
@@ -249,6 +250,13 @@ def render_platform(
     if cluster.multikueue is not None:
         meta = _meta(cluster.multikueue.origin, WAVE_FLAVORS)
         out.extend(multikueue.manager_objects(cluster, meta, environment()))
+    for manager in fleet.fleets_of(model, cluster.name):  # this cluster is a worker of `manager`
+        assert manager.multikueue is not None
+        frameworks = (
+            kueueconfig.build(model, manager, catalog)[0].body.get("integrations", {}).get("frameworks")
+        )
+        meta = _meta(dict(manager.multikueue.workers)[cluster.name], WAVE_CONFIG)
+        out.extend(multikueue.worker_objects(cluster, manager, list(frameworks or ()), meta, environment()))
     config, findings = kueueconfig.build(model, cluster, catalog)
     out.extend(_deliver_config(cluster, config))
     return out, config, findings

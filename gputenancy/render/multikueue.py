@@ -70,6 +70,63 @@ def manager_objects(
     return out
 
 
+JOB_VERBS = ["create", "delete", "get", "list", "watch"]
+KUEUE_RULES = [
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["workloads"],
+        "verbs": ["create", "delete", "get", "list", "watch", "update", "patch"],
+    },
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["clusterqueues", "localqueues"],
+        "verbs": ["get", "list", "watch"],
+    },
+]
+
+
+def credential_name(manager: str) -> str:
+    """The ServiceAccount (and ClusterRole, ClusterRoleBinding) on a worker whose token `manager` uses."""
+    return f"multikueue-{manager}"
+
+
+def worker_rules(frameworks: list[str]) -> list[dict[str, Any]]:
+    """What a manager's credential may do on a worker: the job kinds it dispatches (the manager's
+    `integrations.frameworks` that name an API group: `group/kind`), their status, and Workloads,
+    ClusterQueues and LocalQueues (upstream `create-multikueue-kubeconfig.sh`)."""
+    out: list[dict[str, Any]] = []
+    for framework in frameworks:
+        group, _, kind = framework.partition("/")
+        if not kind or "/" in kind:
+            continue  # pod, deployment, ...: no dispatch adapter
+        plural = f"{kind.lower()}s"
+        verbs = [*JOB_VERBS, "update", "patch"] if plural == "rayclusters" else list(JOB_VERBS)  # v0.19
+        out.append({"apiGroups": [group], "resources": [plural], "verbs": verbs})
+        out.append({"apiGroups": [group], "resources": [f"{plural}/status"], "verbs": ["get"]})
+    return out + [dict(r) for r in KUEUE_RULES]
+
+
+def worker_objects(
+    worker: Cluster,
+    manager: Cluster,
+    frameworks: list[str],
+    meta: dict[str, Any],
+    templates: jinja2.Environment,
+) -> list[RenderedObject]:
+    """On a worker of `manager` (whose Configuration lists `frameworks`): the ServiceAccount whose token
+    goes into the manager's kubeconfig Secret, and its RBAC. The token itself never goes to Git."""
+    assert manager.multikueue is not None
+    text = templates.get_template("multikueue-worker.yaml.j2").render(
+        name=credential_name(manager.name),
+        namespace=worker.kueue_namespace,
+        rules=worker_rules(frameworks),
+        **meta,
+    )
+    where = dict(manager.multikueue.workers)[worker.name]
+    return [RenderedObject(worker.name, fastyaml.load(doc), where) for doc in text.split("\n---\n")]
+
+
 def config_section(cluster: Cluster) -> dict[str, Any] | None:
     """The `multiKueue` section of a manager's Configuration (None for other clusters). The incremental
     dispatcher's step size exists from Kueue v0.19 (`fleet-version-fields` refuses it before)."""
