@@ -182,6 +182,15 @@ def component(root: Path, cluster: str, text: str) -> None:
     repokit.dump(root / "overlays" / cluster / "tenants" / "kustomization.yaml", body)
 
 
+def patched(tmp_path: Path, cluster: str, target: str, ops: str) -> list[Finding]:
+    """The fleet of speech alone, with JSON patch `ops` on `target` in `cluster`'s tenant Component:
+    what the fleet rules find on the built objects."""
+    root = fleetrepo.write(tmp_path, tenants=fleetrepo.TEAMS[1:])
+    patch = {"target": yaml.safe_load(target), "patch": textwrap.dedent(ops)}
+    component(root, cluster, yaml.safe_dump({"patches": [patch]}))
+    return built(root)
+
+
 def built(root: Path) -> list[Finding]:
     result = engine.run(root, cache=None)
     return [f for f in result.findings if f.rule.startswith("fleet-")]
@@ -208,62 +217,37 @@ def test_a_worker_without_the_local_queue_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_worker_template_with_another_count_is_refused(tmp_path: Path) -> None:
-    root = fleetrepo.write(tmp_path, tenants=fleetrepo.TEAMS[1:])
-    component(
-        root,
-        "w1",
-        """\
-        patches:
-          - target: {kind: ResourceClaimTemplate, name: gpu-x2}
-            patch: |-
-              - op: replace
-                path: /spec/spec/devices/requests/0/exactly/count
-                value: 1
-        """,
-    )
-    hit = one(built(root), "fleet-claim-twin")
+    ops = """\
+        - op: replace
+          path: /spec/spec/devices/requests/0/exactly/count
+          value: 1
+        """
+    hit = one(patched(tmp_path, "w1", "{kind: ResourceClaimTemplate, name: gpu-x2}", ops), "fleet-claim-twin")
     assert (
         "asks for 1 x gpu.nvidia.com while the manager's asks for 2 x gpu.nvidia.com on worker 'w1'"
         in hit.message
     )
-    at(hit, root, "tenants/speech.yaml", "- name: gpu-x2")
+    at(hit, tmp_path, "tenants/speech.yaml", "- name: gpu-x2")
 
 
 def test_a_multikueue_check_on_some_flavors_only_is_refused(tmp_path: Path) -> None:
-    root = fleetrepo.write(tmp_path, tenants=fleetrepo.TEAMS[1:])
-    component(
-        root,
-        "mgr",
-        """\
-        patches:
-          - target: {kind: ClusterQueue, name: speech}
-            patch: |-
-              - op: add
-                path: /spec/admissionChecksStrategy/admissionChecks/0/onFlavors
-                value: [h100]
-        """,
-    )
-    hit = one(built(root), "fleet-admission-check")
+    ops = """\
+        - op: add
+          path: /spec/admissionChecksStrategy/admissionChecks/0/onFlavors
+          value: [h100]
+        """
+    hit = one(patched(tmp_path, "mgr", "{kind: ClusterQueue, name: speech}", ops), "fleet-admission-check")
     assert "limits its MultiKueue admission check to some flavors" in hit.message
     assert hit.path == "tenants/speech.yaml"
 
 
 def test_a_second_admission_check_is_refused(tmp_path: Path) -> None:
-    root = fleetrepo.write(tmp_path, tenants=fleetrepo.TEAMS[1:])
-    component(
-        root,
-        "mgr",
-        """\
-        patches:
-          - target: {kind: ClusterQueue, name: speech}
-            patch: |-
-              - op: add
-                path: /spec/admissionChecksStrategy/admissionChecks/-
-                value: {name: multikueue}
-        """,
-    )
-    findings = built(root)
-    hit = one(findings, "fleet-admission-check")
+    ops = """\
+        - op: add
+          path: /spec/admissionChecksStrategy/admissionChecks/-
+          value: {name: multikueue}
+        """
+    hit = one(patched(tmp_path, "mgr", "{kind: ClusterQueue, name: speech}", ops), "fleet-admission-check")
     assert "has 2 MultiKueue admission checks (exactly one is needed)" in hit.message
 
 

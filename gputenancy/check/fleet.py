@@ -85,8 +85,7 @@ def queue_twin(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
     """
     for lq in manager.of(KUEUE, "LocalQueue"):
         for w in workers:
-            twins = {(b.namespace, b.name) for b in w.of(KUEUE, "LocalQueue")}
-            if (lq.namespace, lq.name) not in twins:
+            if _twin(w, KUEUE, "LocalQueue", lq) is None:
                 yield lq.origin.finding(
                     "fleet-queue-twin",
                     f"LocalQueue {lq.namespace}/{lq.name} on manager {manager.cluster.name!r} has no twin on "
@@ -106,14 +105,7 @@ def claim_twin(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
     for rct in manager.of(DRA, "ResourceClaimTemplate"):
         want = _request(rct)
         for w in workers:
-            twin = next(
-                (
-                    b
-                    for b in w.of(DRA, "ResourceClaimTemplate")
-                    if (b.namespace, b.name) == (rct.namespace, rct.name)
-                ),
-                None,
-            )
+            twin = _twin(w, DRA, "ResourceClaimTemplate", rct)
             if twin is None:
                 problem = "is missing"
             elif _request(twin) != want:
@@ -188,6 +180,11 @@ def one_check(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
                     f"ClusterQueue {cq.name!r} on worker {w.cluster.name!r} names the manager's admission check; "
                     "worker queues admit dispatched jobs without one (the check would leave the queue inactive)",
                 )
+
+
+def _twin(worker: View, group: str, kind: str, b: Built) -> Built | None:
+    """The worker's object of that kind with the same namespace and name as `b`."""
+    return next((t for t in worker.of(group, kind) if (t.namespace, t.name) == (b.namespace, b.name)), None)
 
 
 def _checks_of(cq: Built) -> list[Mapping[str, Any]]:
