@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import fleetrepo
+import hamitree
 import pytest
 import repokit
+import trees
 import yaml
 from smallrepo import line_of
 
@@ -279,3 +281,17 @@ def _without_mappings(o: RenderedObject) -> RenderedObject:
             patch["data"][key] = yaml.safe_dump(config)
             entry["patch"] = yaml.safe_dump(patch)
     return RenderedObject(o.cluster, body, o.origin, o.field_origins)
+
+
+def test_hami_vgpus_in_a_fleet_tenants_worker_budget_are_refused(tmp_path: Path) -> None:
+    root = hamitree.build(tmp_path)
+    trees.write(root, "overlays/mgr/cluster.yaml", fleetrepo.manager(workers=["site"]))
+    kustomization = trees.read(root, "overlays/site/kustomization.yaml")
+    trees.write(root, "overlays/mgr/kustomization.yaml", kustomization)
+    assert not [f for f in model_findings(root) if f.rule == "fleet-budget"]  # tenants on site only
+    trees.edit(root, "tenants/serving.yaml", lambda d: d.update(clusters=["mgr"]))
+    hit = one(model_findings(root), "fleet-budget")
+    assert (
+        "tenant 'serving' budgets HAMi vGPUs on 'site', a worker of MultiKueue manager 'mgr'" in hit.message
+    )
+    at(hit, root, "tenants/serving.yaml", "hami:")
