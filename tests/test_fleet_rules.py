@@ -153,6 +153,33 @@ def test_a_claim_template_offered_on_the_manager_but_missing_on_a_worker_is_refu
     at(hit, root, "tenants/nlp.yaml", "- name: gpu-x2")
 
 
+def test_a_worker_excluded_with_a_reason_may_lack_the_template(tmp_path: Path) -> None:
+    def nlp(excluded: dict[str, str], clusters: list[str]) -> dict[str, Any]:
+        template = {"name": "gpu-x2", "deviceClass": fleetrepo.GPU, "count": 2, "clusters": clusters}
+        return fleetrepo.tenant(
+            "nlp", {"w1": 4, "w2": 2}, claimTemplates=[{**template, "excludedWorkers": excluded}]
+        )
+
+    why = "no H100 there; its copies wait for w1"
+    root = fleetrepo.write(tmp_path, tenants=[nlp({"w2": why}, ["mgr", "w1"])])
+    result = engine.run(root, cache=None)
+    assert [f.format() for f in result.findings if f.severity is Severity.ERROR] == []
+    on_w2 = [o for o in result.clusters["w2"].objects if o.body["kind"] == "ResourceClaimTemplate"]
+    assert on_w2 == [] and [
+        o for o in result.clusters["mgr"].objects if o.body["kind"] == "ResourceClaimTemplate"
+    ]
+    root = fleetrepo.write(tmp_path, tenants=[nlp({"w3": why}, ["mgr", "w1", "w2"])])
+    hit = one(model_findings(root), "fleet-claim-template")
+    assert (
+        hit.message
+        == "excludedWorkers: 'w3' is not a worker of a MultiKueue manager this template is offered on"
+    )
+    at(hit, root, "tenants/nlp.yaml", "w3:")
+    root = fleetrepo.write(tmp_path, tenants=[nlp({"w2": why}, ["mgr", "w1", "w2"])])
+    hit = one(model_findings(root), "fleet-claim-template")
+    assert "'w2' is excluded but the template is offered there" in hit.message
+
+
 def test_findings_print_at_the_input_line_all_in_one_run_nothing_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -97,7 +97,8 @@ def queue_twin(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
 def claim_twin(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
     """Every ResourceClaimTemplate on a MultiKueue manager exists on every worker with the same namespace,
     name, device class and count (Kueue does not copy claim templates, and each cluster charges its own
-    template: different counts charge the manager and the worker differently).
+    template: different counts charge the manager and the worker differently), but on the workers the
+    tenant excludes for it with a reason (`excludedWorkers`).
 
     Passes: template nlp-train/gpu-x4 (gpu.nvidia.com, 4) on the manager and each worker.
     Fails: the worker's copy missing, or asking for 2 devices while the manager's asks for 4.
@@ -106,6 +107,8 @@ def claim_twin(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
         want = _request(rct)
         for w in workers:
             twin = _twin(w, DRA, "ResourceClaimTemplate", rct)
+            if twin is None and _excluded(rct, w.cluster.name):
+                continue
             if twin is None:
                 problem = "is missing"
             elif _request(twin) != want:
@@ -180,6 +183,14 @@ def one_check(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
                     f"ClusterQueue {cq.name!r} on worker {w.cluster.name!r} names the manager's admission check; "
                     "worker queues admit dispatched jobs without one (the check would leave the queue inactive)",
                 )
+
+
+def _excluded(rct: Built, worker: str) -> bool:
+    """The tenant states why this template is left out on `worker` (`excludedWorkers`)."""
+    templates = rct.tenant.claim_templates if rct.tenant is not None else ()
+    return any(
+        worker in {w for w, _, _ in ct.excluded_workers} for ct in templates if ct.name == rct.original_name
+    )
 
 
 def _twin(worker: View, group: str, kind: str, b: Built) -> Built | None:

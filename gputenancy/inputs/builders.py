@@ -177,6 +177,10 @@ def build_tenant(doc: Document) -> Tenant:
                     (name, c.quantity(doc, ("claimTemplates", i, "capacity", name), value, "quantity"))
                     for name, value in raw.get("capacity", {}).items()
                 ),
+                excluded_workers=tuple(
+                    (str(w), str(why), doc.origin("claimTemplates", i, "excludedWorkers", w))
+                    for w, why in raw.get("excludedWorkers", {}).items()
+                ),
             )
         )
     weight = None

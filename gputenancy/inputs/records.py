@@ -43,6 +43,8 @@ class ClaimTemplate:
     class_origin: Origin
     selector_origins: tuple[Origin, ...] = ()
     capacity: tuple[tuple[str, quantity.Quantity], ...] = ()  # exactly.capacity.requests
+    # MultiKueue workers deliberately without this template: (worker, reason, where it is stated)
+    excluded_workers: tuple[tuple[str, str, Origin], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -205,24 +205,41 @@ def fleet_quota_automation(model: Model, catalog: Catalog) -> Iterator[Finding]:
 def fleet_claim_template(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """A claim template a tenant's queue offers on a MultiKueue manager exists on every worker of that
     manager: Kueue copies jobs, not their claim templates, and a worker without it never admits the copy
-    while the manager holds the quota. A template meant for some workers only belongs off the manager.
+    while the manager holds the quota. A worker may be left out on purpose with a reason
+    (`excludedWorkers: {gpu-east: <why>}`: its copies wait there, another worker must admit them); an
+    exclusion names a worker of a manager the template is offered on, and one the template is not on.
 
-    Passes: `clusters: [gpu-fleet, gpu-west, gpu-east]` (or no `clusters`) on a fleet tenant's template.
+    Passes: `clusters: [gpu-fleet, gpu-west, gpu-east]` (or no `clusters`) on a fleet tenant's template;
+    `clusters: [gpu-fleet, gpu-west]` with `excludedWorkers: {gpu-east: no H100 there}`.
     Fails: `clusters: [gpu-fleet, gpu-west]` while gpu-fleet also dispatches to gpu-east.
     """
-    for manager in fleet.managers(model):
-        workers = fleet.workers_of(model, manager)
-        for t in model.tenants_on(manager.name):
-            for ct in claims_on(t, manager.name):
-                missing = [w.name for w in workers if ct not in claims_on(t, w.name)]
+    for t in model.tenants:
+        for ct in t.claim_templates:
+            excluded = {w: o for w, _, o in ct.excluded_workers}
+            workers: set[str] = set()
+            for manager in fleet.managers(model):
+                if not t.placed_on(manager.name) or ct not in claims_on(t, manager.name):
+                    continue
+                names = [w.name for w in fleet.workers_of(model, manager)]
+                workers.update(names)
+                missing = [w for w in names if ct not in claims_on(t, w) and w not in excluded]
                 if missing:
                     yield err(
                         ct.origin,
                         "fleet-claim-template",
                         f"claim template {ct.name!r} of {t.name!r} is offered on manager {manager.name!r} but "
                         f"not on its worker(s) {', '.join(missing)}, where a dispatched job would never be "
-                        f"admitted: add {', '.join(missing)} to its clusters, or remove {manager.name!r}",
+                        f"admitted: add {', '.join(missing)} to its clusters, remove {manager.name!r}, or "
+                        "state why under excludedWorkers",
                     )
+            for w, origin in excluded.items():
+                if w not in workers:
+                    problem = "is not a worker of a MultiKueue manager this template is offered on"
+                elif ct in claims_on(t, w):
+                    problem = "is excluded but the template is offered there (its clusters)"
+                else:
+                    continue
+                yield err(origin, "fleet-claim-template", f"excludedWorkers: {w!r} {problem}")
 
 
 def fleet_budget(model: Model, catalog: Catalog) -> Iterator[Finding]:
