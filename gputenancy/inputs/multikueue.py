@@ -23,6 +23,8 @@ QUOTA_GATE = "MultiKueueManagerQuotaAutomation"
 class MultiKueue:
     """A manager's fleet: its workers in preference order and the manager's `multiKueue` settings."""
 
+    # the MultiKueueConfig, named like the manager (a DNS label, as AdmissionCheck parameters need)
+    config_name: str
     workers: tuple[tuple[str, Origin], ...]
     origin_label: str
     quota_management: str  # Manual | Automated
@@ -36,11 +38,6 @@ class MultiKueue:
     @property
     def worker_names(self) -> tuple[str, ...]:
         return tuple(w for w, _ in self.workers)
-
-    @property
-    def config_name(self) -> str:
-        """The MultiKueueConfig (a DNS label: AdmissionCheck parameters name it): the manager's name."""
-        return self.document.data["name"] if isinstance(self.document.data.get("name"), str) else "fleet"
 
     def at(self, *path: str | int) -> Origin:
         return self.document.origin("multiKueue", *path)
@@ -57,6 +54,7 @@ def build(doc: Document, data: Any) -> MultiKueue | None:
         return None
     workers = tuple((str(w), doc.origin("multiKueue", "workers", i)) for i, w in enumerate(data["workers"]))
     return MultiKueue(
+        config_name=str(doc.data["name"]),
         workers=workers,
         origin_label=str(data.get("origin", doc.data["name"])),
         quota_management=str(data.get("quotaManagement", "Manual")),
