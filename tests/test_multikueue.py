@@ -5,6 +5,9 @@ check per ClusterQueue); the sums the manager's quota is made of."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -234,6 +237,21 @@ def test_quota_automation_labels_the_queues_and_argo_cd_leaves_their_quotas_to_k
     spec = appset.applicationset(result.model, settings)["spec"]["template"]["spec"]
     assert appset.AUTOMATED_QUOTA in spec["ignoreDifferences"]
     assert "RespectIgnoreDifferences=true" in spec["syncPolicy"]["syncOptions"]
+    # Argo CD applies a jqPathExpression as `del(EXPR)` (gojq); jq gives the same answer on the real queues
+    jq = shutil.which("jq")
+    if jq is None:
+        pytest.skip("jq not installed")
+    (expression,) = appset.AUTOMATED_QUOTA["jqPathExpressions"]
+    for cluster, kept in (("mgr", False), ("w1", True)):
+        for cq in of(result, cluster, "ClusterQueue"):
+            out = subprocess.run(
+                [jq, "-c", f"del({expression})"],
+                input=json.dumps(cq),
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            assert ("resourceGroups" in json.loads(out.stdout)["spec"]) is kept
 
 
 def test_without_automation_the_application_set_is_unchanged(fleet: engine.Result) -> None:
