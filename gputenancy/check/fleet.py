@@ -83,14 +83,13 @@ def queue_twin(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
     Passes: LocalQueue nlp-train/nlp on the manager and on each worker.
     Fails: a worker overlay whose patch renames the LocalQueue, or moves it to another namespace.
     """
-    for lq in manager.of(KUEUE, "LocalQueue"):
-        for w in workers:
-            if _twin(w, KUEUE, "LocalQueue", lq) is None:
-                yield lq.origin.finding(
-                    "fleet-queue-twin",
-                    f"LocalQueue {lq.namespace}/{lq.name} on manager {manager.cluster.name!r} has no twin on "
-                    f"worker {w.cluster.name!r} (same namespace and name): jobs dispatched there are never admitted",
-                )
+    for lq, w, twin in _twins(manager, workers, KUEUE, "LocalQueue"):
+        if twin is None:
+            yield lq.origin.finding(
+                "fleet-queue-twin",
+                f"LocalQueue {lq.namespace}/{lq.name} on manager {manager.cluster.name!r} has no twin on "
+                f"worker {w.cluster.name!r} (same namespace and name): jobs dispatched there are never admitted",
+            )
 
 
 @_rule("fleet-claim-twin")
@@ -103,25 +102,20 @@ def claim_twin(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
     Passes: template nlp-train/gpu-x4 (gpu.nvidia.com, 4) on the manager and each worker.
     Fails: the worker's copy missing, or asking for 2 devices while the manager's asks for 4.
     """
-    for rct in manager.of(DRA, "ResourceClaimTemplate"):
-        want = _request(rct)
-        for w in workers:
-            twin = _twin(w, DRA, "ResourceClaimTemplate", rct)
-            if twin is None and _excluded(rct, w.cluster.name):
-                continue
-            if twin is None:
-                problem = "is missing"
-            elif _request(twin) != want:
-                problem = (
-                    f"asks for {_describe(_request(twin))} while the manager's asks for {_describe(want)}"
-                )
-            else:
-                continue
-            yield rct.origin.finding(
-                "fleet-claim-twin",
-                f"ResourceClaimTemplate {rct.namespace}/{rct.name} of manager {manager.cluster.name!r} {problem} "
-                f"on worker {w.cluster.name!r}: make the templates identical on the whole fleet",
-            )
+    for rct, w, twin in _twins(manager, workers, DRA, "ResourceClaimTemplate"):
+        if twin is None and _excluded(rct, w.cluster.name):
+            continue
+        if twin is None:
+            problem = "is missing"
+        elif _request(twin) != _request(rct):
+            problem = f"asks for {_describe(_request(twin))} while the manager's asks for {_describe(_request(rct))}"
+        else:
+            continue
+        yield rct.origin.finding(
+            "fleet-claim-twin",
+            f"ResourceClaimTemplate {rct.namespace}/{rct.name} of manager {manager.cluster.name!r} {problem} "
+            f"on worker {w.cluster.name!r}: make the templates identical on the whole fleet",
+        )
 
 
 @_rule("fleet-mappings")
@@ -193,9 +187,17 @@ def _excluded(rct: Built, worker: str) -> bool:
     )
 
 
-def _twin(worker: View, group: str, kind: str, b: Built) -> Built | None:
-    """The worker's object of that kind with the same namespace and name as `b`."""
-    return next((t for t in worker.of(group, kind) if (t.namespace, t.name) == (b.namespace, b.name)), None)
+def _twins(
+    manager: View, workers: Sequence[View], group: str, kind: str
+) -> Iterator[tuple[Built, View, Built | None]]:
+    """(manager object, worker, the worker's object of that kind with the same namespace and name, or
+    None) for every object of that kind on the manager and every worker."""
+    for b in manager.of(group, kind):
+        for w in workers:
+            twin = next(
+                (t for t in w.of(group, kind) if (t.namespace, t.name) == (b.namespace, b.name)), None
+            )
+            yield b, w, twin
 
 
 def _checks_of(cq: Built) -> list[Mapping[str, Any]]:
