@@ -271,15 +271,11 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
 
 
 def _derived_files(model: spec.Model) -> dict[str, bytes | None]:
-    """Files outside generated/ rendered from the inputs: CODEOWNERS and the Argo CD ApplicationSet.
+    """Files outside generated/ rendered from the inputs: CODEOWNERS and the hub's app-of-apps.
     None means the file should not exist (removed only when the pipeline wrote it)."""
     from gputenancy.deliver import appset, ownership
 
-    text = appset.render(model)
-    return {
-        ownership.PATH: ownership.codeowners(model).encode(),
-        appset.PATH: text.encode() if text is not None else None,
-    }
+    return {ownership.PATH: ownership.codeowners(model).encode(), **appset.files(model)}
 
 
 def _generated_by_us(path: Path) -> bool:

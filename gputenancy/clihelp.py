@@ -32,14 +32,14 @@ COMMANDS: dict[str, Help] = {
         ("python pipeline.py validate", "python pipeline.py validate --cluster prod --format json"),
     ),
     "render": Help(
-        "write generated/<cluster>/, .github/CODEOWNERS and the ApplicationSet",
+        "write generated/<cluster>/, .github/CODEOWNERS and argocd/hub.yaml",
         "Validate, then replace generated/<cluster>/ atomically (stale files and clusters removed) and "
-        "rewrite .github/CODEOWNERS and argocd/applicationset.yaml. On any error nothing is written.",
+        "rewrite .github/CODEOWNERS and argocd/hub.yaml. On any error nothing is written.",
         ((0, "rendered"), _FINDINGS),
         ("python pipeline.py render", "python pipeline.py render --cluster lab"),
     ),
     "check": Help(
-        "fail when generated/ (or CODEOWNERS, the ApplicationSet) differs from what render writes",
+        "fail when generated/ (or CODEOWNERS, argocd/hub.yaml) differs from what render writes",
         "Render in memory and compare with the committed files; lists every file that differs.",
         ((0, "up to date"), (1, "out of date (run render), or errors")),
         ("python pipeline.py check",),

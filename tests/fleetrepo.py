@@ -60,6 +60,7 @@ def tenant(
     return body
 
 
+ARGOCD = {"repoURL": "https://example.com/fleet.git", "targetRevision": "deploy", "path": "generated"}
 TEAMS = (
     tenant("nlp", {"w1": 4, "w2": 2}, namespaces=["nlp-train", "nlp-serve"]),
     tenant("speech", {"w1": 2, "w2": 4}),
@@ -80,10 +81,6 @@ def write(
         if clusters is not None
         else [manager(version=version, **mk), worker("w1", version), worker("w2", version)]
     )
-    return repokit.write(
-        root,
-        tenants,
-        chosen,
-        platform_body=repokit.platform(flavors=("h100", "h200")),
-        component=True,
-    )
+    platform = repokit.platform(flavors=("h100", "h200"))
+    platform["argocd"] = dict(ARGOCD)  # the hub's Applications for every cluster
+    return repokit.write(root, tenants, chosen, platform_body=platform, component=True)

@@ -142,7 +142,11 @@ def write(
 def configuration(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The Kueue manager Configuration delivered in a cluster's objects: inside the Kueue install
     Application, as the kustomize patch of its ConfigMap (install: manifests) or as Helm values."""
-    (app,) = [b for b in bodies if b.get("kind") == "Application"]
+    (app,) = [
+        b
+        for b in bodies
+        if b.get("kind") == "Application" and str(b["metadata"]["name"]).startswith("kueue-")
+    ]
     source = app["spec"]["source"]
     if "kustomize" in source:
         (patch,) = [
@@ -160,5 +164,5 @@ def configuration(bodies: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 def tree_configuration(tree: Mapping[str, bytes]) -> dict[str, Any]:
     """configuration() of a generated/<cluster>/ tree."""
     return configuration(
-        yaml.safe_load(data) for path, data in tree.items() if path.startswith("application/")
+        yaml.safe_load(data) for path, data in tree.items() if path.startswith("_hub/application/")
     )

@@ -32,13 +32,13 @@ def test_the_suite_passes_after_a_team_changes_tenants_and_overlays() -> None:
 
 
 def test_no_test_reads_the_live_example_content() -> None:
-    """The checkout's own tenants/, base/, overlays/, generated/, CODEOWNERS and ApplicationSet are the
+    """The checkout's own tenants/, base/, overlays/, generated/, CODEOWNERS and argocd/hub.yaml are the
     team's; tests use tests/fixtures/repo (trees.FIXTURE, trees.example) instead."""
     import re
 
     live = re.compile(
         r"(?:\bREPO|trees\.REPO)\s*/\s*(?:\"(?:tenants|base|overlays|generated)\b|ownership\.PATH|appset\.PATH|"
-        r"\"\.github\"\s*/\s*\"CODEOWNERS|\"argocd\"\s*/\s*\"applicationset)|"
+        r"\"\.github\"\s*/\s*\"CODEOWNERS|\"argocd\"\s*/\s*\"(?:applicationset|hub))|"
         r"(?:engine\.run|load_model|check_only)\(\s*(?:trees\.)?REPO\b|\"--root\",\s*str\(\s*trees\.REPO\b"
     )
     offenders = []

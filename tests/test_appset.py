@@ -1,11 +1,13 @@
-"""argocd/applicationset.yaml: valid against Argo CD's own CRDs (unknown fields are errors), and the
-Applications it generates are the ones each cluster needs."""
+"""What the hub Argo CD syncs: argocd/hub.yaml (the app-of-apps) and each cluster's `_hub/`
+Applications, valid against Argo CD's own CRDs (unknown fields are errors), selected from the rendered
+tree with Argo CD's directory semantics, each in the hub's namespace and destined for its cluster."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +16,11 @@ import pytest
 import trees
 import yaml
 
+from gputenancy import proc
 from gputenancy.check.crdschema import json_schema
 from gputenancy.cli import main
 from gputenancy.deliver import appset
-from gputenancy.inputs import spec
+from gputenancy.render import hub
 
 ARGOCD_VERSION = "v3.5.1"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -56,46 +59,102 @@ def crd_errors(shared: Path, kind: str, body: Any) -> list[str]:
     ]
 
 
-def committed() -> dict[str, Any]:
-    text = (trees.FIXTURE / appset.PATH).read_text()
+def root_app(root: Path) -> dict[str, Any]:
+    text = (root / appset.PATH).read_text()
     assert text.startswith(appset.HEADER)
     body = yaml.load(text, Loader=_Loader)
     assert isinstance(body, dict)
     return body
 
 
-def model(root: Path) -> spec.Model:
-    loaded, findings = spec.load_model(root)
-    assert not findings
-    return loaded
+# ---------------------------------------------------------------- Argo CD's directory semantics
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """Argo CD's `directory.include`/`exclude` glob (util/glob without separators): `*` matches any
+    run of characters, `/` included; `?` one; `{a,b}` either."""
+    out, i = "", 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "*":
+            out += ".*"
+        elif c == "?":
+            out += "."
+        elif c == "{":
+            close = pattern.index("}", i)
+            out += "(?:" + "|".join(re.escape(a) for a in pattern[i + 1 : close].split(",")) + ")"
+            i = close
+        else:
+            out += re.escape(c)
+        i += 1
+    return re.compile(out + r"\Z", re.S)
+
+
+def directory_files(repo: Path, app: dict[str, Any]) -> list[str]:
+    """The files a directory-type Application syncs (reposerver `findManifests`): under its path,
+    recursively when `recurse`, names ending .yaml/.yml/.json, the path relative to the Application's
+    path matched against `exclude` and `include`."""
+    source = app["spec"]["source"]
+    directory = source.get("directory", {})
+    base = repo / source["path"]
+    found = base.rglob("*") if directory.get("recurse") else base.glob("*")
+    out = []
+    for path in sorted(p for p in found if p.is_file()):
+        rel = path.relative_to(base).as_posix()
+        if not re.search(r"\.(yaml|yml|json)$", path.name):
+            continue
+        if "exclude" in directory and _glob(directory["exclude"]).match(rel):
+            continue
+        if "include" in directory and not _glob(directory["include"]).match(rel):
+            continue
+        out.append(f"{source['path']}/{rel}")
+    return out
+
+
+def kustomize_objects(repo: Path, files: list[str], tmp_path: Path) -> list[dict[str, Any]]:
+    """The objects of `files` as the real kustomize reads them (no transformation): each file must be
+    a valid Kubernetes object, and no two the same object."""
+    work = tmp_path / "synced"
+    for rel in files:
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(repo / rel, work / rel)
+    (work / "kustomization.yaml").write_text(yaml.safe_dump({"resources": files}))
+    built = proc.run([*proc.kustomize_command(), str(work)])
+    return [d for d in yaml.load_all(built.out, Loader=_Loader) if d]
+
+
+def hub_sync(repo: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """What the app-of-apps puts into the hub, by name."""
+    files = directory_files(repo, root_app(repo))
+    return {o["metadata"]["name"]: o for o in kustomize_objects(repo, files, tmp_path)}
 
 
 # ---------------------------------------------------------------- Argo CD's schemas
 
 
-def test_applicationset_is_valid_against_the_crd(shared: Path) -> None:
-    assert crd_errors(shared, "ApplicationSet", committed()) == []
+def test_root_application_is_valid_against_the_crd(shared: Path) -> None:
+    body = root_app(trees.FIXTURE)
+    assert crd_errors(shared, "Application", body) == []
+    assert body["metadata"]["namespace"] == "argocd" and body["metadata"]["name"] == "gputenancy"
+    assert body["spec"]["destination"] == {"server": "https://kubernetes.default.svc", "namespace": "argocd"}
+    assert body["spec"]["source"]["targetRevision"] == "deploy"
+    assert "finalizers" not in body["metadata"], "deleting the root must not delete the clusters' objects"
 
 
 def test_the_crd_check_rejects_unknown_fields(shared: Path) -> None:
     """The schema is strict: a misspelt field anywhere is an error, as the API server would prune it."""
-    for path in (
-        ("spec", "template", "spec", "syncPolicy", "automated"),
-        ("spec", "syncPolicy"),
-        ("metadata",),
-    ):
-        body = copy.deepcopy(committed())
+    for path in (("spec", "syncPolicy", "automated"), ("spec", "source", "directory"), ("metadata",)):
+        body = copy.deepcopy(root_app(trees.FIXTURE))
         node = body
         for key in path:
             node = node[key]
         node["selfHeel"] = True
-        assert any("selfHeel" in e for e in crd_errors(shared, "ApplicationSet", body)), path
+        assert any("selfHeel" in e for e in crd_errors(shared, "Application", body)), path
 
 
-def test_helm_application_is_valid_against_the_crd(shared: Path) -> None:
-    """The Kueue Application that `render` writes for clusters with kueue.install: helm."""
-    found = sorted((trees.FIXTURE / "generated").glob("*/application/*/*.yaml"))
-    assert found, "the lab cluster installs Kueue from its chart"
+def test_every_hub_application_is_valid_against_the_crd(shared: Path) -> None:
+    found = sorted((trees.FIXTURE / "generated").glob(f"*/{hub.HUB_DIR}/application/*/*.yaml"))
+    assert len(found) == 4, "two clusters, two Applications each"
     for path in found:
         body = yaml.load(path.read_text(), Loader=_Loader)
         assert crd_errors(shared, "Application", body) == [], path
@@ -110,81 +169,63 @@ def test_helm_application_is_valid_against_the_crd(shared: Path) -> None:
         assert crd_errors(shared, "Application", ok) == []
 
 
-# ---------------------------------------------------------------- what Argo CD generates from it
+# ---------------------------------------------------------------- what the hub syncs
 
 
-def _generated_dirs(root: Path, pattern: str) -> list[str]:
-    """What the git directory generator lists: directories matching `<path>/*`."""
-    base = pattern.rstrip("*").rstrip("/")
-    return sorted(
-        f"{base}/{p.name}" for p in (root / base).iterdir() if p.is_dir() and not p.name.startswith(".")
-    )
-
-
-def _substitute(value: Any, params: dict[str, str]) -> Any:
-    """Argo CD's default (fasttemplate) rendering: `{{key}}` replaced in every string."""
-    if isinstance(value, dict):
-        return {k: _substitute(v, params) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, params) for v in value]
-    if isinstance(value, str):
-        return re.sub(r"\{\{\s*([^{}\s]+)\s*\}\}", lambda m: params.get(m.group(1), m.group(0)), value)
-    return value
-
-
-def generate(root: Path, body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The Applications Argo CD would create: git directories merged with the list on path.basename."""
-    s = body["spec"]
-    assert s["goTemplate"] is False
-    ((kind, merge),) = s["generators"][0].items()
-    assert kind == "merge"
-    git, listed = merge["generators"][0]["git"], merge["generators"][1]["list"]
-    (key,) = merge["mergeKeys"]
-    assert key == "path.basename"
-    base = [
-        {"path": d, "path.basename": d.rsplit("/", 1)[1]}
-        for item in git["directories"]
-        for d in _generated_dirs(root, item["path"])
-    ]
-    overrides = {e[key]: e for e in listed["elements"]}
-    assert len(overrides) == len(listed["elements"]), "merge keys must be unique"
-    apps = []
-    for params in base:
-        merged = {**params, **overrides.get(params[key], {})}
-        app = _substitute(s["template"], merged)
-        apps.append({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", **app})
-    return apps
-
-
-def test_one_application_per_cluster_with_its_destination(shared: Path) -> None:
-    body = committed()
-    apps = {a["metadata"]["name"]: a for a in generate(trees.FIXTURE, body)}
-    assert set(apps) == {"gputenancy-lab", "gputenancy-prod"}
-    lab, prod = apps["gputenancy-lab"], apps["gputenancy-prod"]
-    assert lab["spec"]["destination"] == {"server": "https://kubernetes.default.svc", "name": ""}
-    assert prod["spec"]["destination"] == {"server": "", "name": "prod"}
+def test_the_hub_syncs_every_application_into_its_namespace_destined_for_the_cluster(
+    shared: Path, tmp_path: Path
+) -> None:
+    """lab is the hub's own cluster (server https://kubernetes.default.svc), prod a remote one
+    reached by its registered name: both get their install and their objects from the hub."""
+    apps = hub_sync(trees.FIXTURE, tmp_path)
+    assert set(apps) == {"gputenancy-lab", "gputenancy-prod", "kueue-lab", "kueue-prod"}
     for name, app in apps.items():
-        cluster = name.removeprefix("gputenancy-")
-        text = yaml.safe_dump(app)
-        assert "{{" not in text, f"{name}: a parameter was not replaced"
-        dest = app["spec"]["destination"]
-        assert bool(dest["server"]) != bool(dest["name"]), "exactly one of server and name"
-        source = app["spec"]["source"]
-        assert source == {
-            "repoURL": "https://github.com/acme/gpu-tenancy.git",
-            "targetRevision": "deploy",
-            "path": f"generated/{cluster}",
-            "directory": {"recurse": True},
-        }
+        assert app["kind"] == "Application" and app["metadata"]["namespace"] == "argocd", name
+        assert "finalizers" not in app["metadata"], f"{name}: its removal must not cascade"
+        assert app["metadata"]["labels"]["gputenancy.io/cluster"] == name.split("-", 1)[1], name
+        assert crd_errors(shared, "Application", app) == [], name
+    in_cluster = {"server": "https://kubernetes.default.svc"}
+    assert apps["gputenancy-lab"]["spec"]["destination"] == in_cluster
+    assert apps["kueue-lab"]["spec"]["destination"] == {**in_cluster, "namespace": "kueue-system"}
+    assert apps["gputenancy-prod"]["spec"]["destination"] == {"name": "prod"}
+    assert apps["kueue-prod"]["spec"]["destination"] == {"name": "prod", "namespace": "kueue-system"}
+    # the install carries the Configuration that maps DeviceClasses to quota resources
+    patches = apps["kueue-prod"]["spec"]["source"]["kustomize"]["patches"]
+    assert "deviceClassMappings" in patches[0]["patch"]
+
+
+def test_each_spoke_application_syncs_its_cluster_directory_but_the_hub_part(tmp_path: Path) -> None:
+    apps = hub_sync(trees.FIXTURE, tmp_path)
+    for cluster in ("lab", "prod"):
+        app = apps[f"gputenancy-{cluster}"]
+        files = directory_files(trees.FIXTURE, app)
+        everything = sorted(
+            f"generated/{cluster}/{p.relative_to(trees.FIXTURE / 'generated' / cluster).as_posix()}"
+            for p in (trees.FIXTURE / "generated" / cluster).rglob("*.yaml")
+        )
+        hub_files = [f for f in everything if f"/{hub.HUB_DIR}/" in f]
+        assert hub_files and files == [f for f in everything if f not in hub_files]
+        objects = kustomize_objects(trees.FIXTURE, files, tmp_path / cluster)
+        kinds = {o["kind"] for o in objects}
+        assert "ClusterQueue" in kinds and "Application" not in kinds
+        assert app["spec"]["source"]["path"] == f"generated/{cluster}"
         assert app["metadata"]["labels"]["gputenancy.io/cluster"] == cluster
         sync = app["spec"]["syncPolicy"]
         assert sync["automated"] == {"prune": True, "selfHeal": True}
         assert sync["syncOptions"][:2] == ["ServerSideApply=true", "CreateNamespace=false"]
-        assert crd_errors(shared, "Application", app) == [], name
 
 
-def test_ignore_differences_only_for_kueue_finalizers() -> None:
-    (app, *_) = generate(trees.FIXTURE, committed())
+def test_the_globs_split_trees_whatever_the_names(tmp_path: Path) -> None:
+    """A tenant namespace or object named like the hub directory does not move to the hub."""
+    assert _glob(hub.HUB_GLOB).match("prod/_hub/application/argocd/kueue-prod.yaml")
+    assert not _glob(hub.HUB_GLOB).match("prod/localqueue/hub/hub.yaml")
+    assert _glob(hub.SPOKE_EXCLUDE).match("_hub/application/argocd/gputenancy-prod.yaml")
+    assert not _glob(hub.SPOKE_EXCLUDE).match("localqueue/hub/_hub.yaml")
+    assert not _glob("{a,b}/x").match("c/x") and _glob("{a,b}/x").match("b/x")
+
+
+def test_ignore_differences_only_for_kueue_finalizers(tmp_path: Path) -> None:
+    app = hub_sync(trees.FIXTURE, tmp_path)["gputenancy-prod"]
     assert app["spec"]["ignoreDifferences"] == [
         {"group": "kueue.x-k8s.io", "kind": "ClusterQueue", "jsonPointers": ["/metadata/finalizers"]},
         {"group": "kueue.x-k8s.io", "kind": "ResourceFlavor", "jsonPointers": ["/metadata/finalizers"]},
@@ -205,34 +246,50 @@ def test_objects_carry_the_sync_waves_the_applications_rely_on() -> None:
 def test_a_cluster_without_argocd_settings_goes_to_the_cluster_of_its_name(tmp_path: Path) -> None:
     root = trees.example(tmp_path)
     trees.edit(root, "overlays/prod/cluster.yaml", lambda d: d.pop("argocd"))
-    text = appset.render(model(root))
-    assert text is not None
-    elements = yaml.safe_load(text)["spec"]["generators"][0]["merge"]["generators"][1]["list"]["elements"]
-    assert {"path.basename": "prod", "destinationServer": "", "destinationName": "prod"} in elements
+    assert main(["--root", str(root), "render"]) == 0
+    apps = hub_sync(root, tmp_path)
+    assert apps["gputenancy-prod"]["spec"]["destination"] == {"name": "prod"}
+    trees.edit(root, "overlays/prod/cluster.yaml", lambda d: d.update(argocd={"name": "prod-eu"}))
+    assert main(["--root", str(root), "render"]) == 0
+    apps = hub_sync(root, tmp_path / "again")
+    assert apps["gputenancy-prod"]["spec"]["destination"] == {"name": "prod-eu"}
+    assert apps["kueue-prod"]["spec"]["destination"] == {"name": "prod-eu", "namespace": "kueue-system"}
 
 
 def test_settings_and_defaults(tmp_path: Path) -> None:
     root = trees.example(tmp_path)
     trees.edit(root, "base/platform.yaml", lambda d: d.update(argocd={"repoURL": "git@example.com:x/y.git"}))
-    body = yaml.safe_load(appset.render(model(root)) or "")
+    assert main(["--root", str(root), "render"]) == 0
+    body = root_app(root)
     assert body["metadata"] == {
         "name": "gputenancy",
         "namespace": "argocd",
         "labels": {"app.kubernetes.io/managed-by": "gputenancy"},
     }
-    git = body["spec"]["generators"][0]["merge"]["generators"][0]["git"]
-    assert git == {
+    assert body["spec"]["source"] == {
         "repoURL": "git@example.com:x/y.git",
-        "revision": "HEAD",
-        "directories": [{"path": "generated/*"}],
+        "targetRevision": "HEAD",
+        "path": "generated",
+        "directory": {"recurse": True, "include": "*/_hub/*"},
     }
-    assert body["spec"]["template"]["spec"]["project"] == "default"
+    assert body["spec"]["project"] == "default"
+    spoke = hub_sync(root, tmp_path)["gputenancy-prod"]
+    assert spoke["spec"]["source"]["repoURL"] == "git@example.com:x/y.git"
+
+
+def test_another_argocd_namespace_moves_every_application(tmp_path: Path) -> None:
+    root = trees.example(tmp_path)
+    trees.edit(root, "base/platform.yaml", lambda d: d["argocd"].update(namespace="gitops"))
+    assert main(["--root", str(root), "render"]) == 0
+    assert root_app(root)["spec"]["destination"]["namespace"] == "gitops"
+    apps = hub_sync(root, tmp_path)
+    assert {a["metadata"]["namespace"] for a in apps.values()} == {"gitops"}
 
 
 # ---------------------------------------------------------------- render and check
 
 
-def test_check_lists_a_stale_applicationset_and_render_fixes_it(
+def test_check_lists_a_stale_root_application_and_render_fixes_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = trees.example(tmp_path)
@@ -243,15 +300,29 @@ def test_check_lists_a_stale_applicationset_and_render_fixes_it(
     capsys.readouterr()
     assert main(["--root", str(root), "check"]) == 1
     out = capsys.readouterr().out
-    assert "out of date" in out and "~ argocd/applicationset.yaml" in out
-    assert "generated/ is out of date" not in out
+    assert "out of date" in out and "~ argocd/hub.yaml" in out
     assert main(["--root", str(root), "render"]) == 0
-    assert "argocd/applicationset.yaml" in capsys.readouterr().out
+    assert "argocd/hub.yaml" in capsys.readouterr().out
     assert "targetRevision: release" in (root / appset.PATH).read_text()
     assert main(["--root", str(root), "check"]) == 0
 
 
-def test_without_settings_no_applicationset_and_an_old_one_is_removed(
+def test_the_retired_applicationset_is_removed_when_the_pipeline_wrote_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = trees.example(tmp_path)
+    old = root / appset.RETIRED
+    old.parent.mkdir(exist_ok=True)
+    old.write_text(f"{appset.HEADER} from base/platform.yaml; do not edit.\nkind: ApplicationSet\n")
+    assert main(["--root", str(root), "check"]) == 1
+    assert f"- {appset.RETIRED}" in capsys.readouterr().out
+    assert main(["--root", str(root), "render"]) == 0
+    assert not old.exists()
+    old.write_text("# mine\n")  # a hand-written file there is not the pipeline's: left alone
+    assert main(["--root", str(root), "check"]) == 0
+
+
+def test_without_settings_no_root_application_and_an_old_one_is_removed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = trees.example(tmp_path)
@@ -259,13 +330,13 @@ def test_without_settings_no_applicationset_and_an_old_one_is_removed(
     trees.edit(root, "base/platform.yaml", lambda d: d.pop("argocd"))
     capsys.readouterr()
     assert main(["--root", str(root), "check"]) == 1
-    assert "- argocd/applicationset.yaml" in capsys.readouterr().out
+    assert "- argocd/hub.yaml" in capsys.readouterr().out
     assert main(["--root", str(root), "render"]) == 0
     assert not (root / appset.PATH).exists()
     assert main(["--root", str(root), "check"]) == 0
-    # A hand-written file there is not the pipeline's: left alone.
-    (root / appset.PATH).write_text("# mine\n")
-    assert main(["--root", str(root), "check"]) == 0
+    # without a repository to read, only the installs are rendered, still for the hub
+    left = sorted(p.name for p in (root / "generated").glob(f"*/{hub.HUB_DIR}/application/argocd/*"))
+    assert left == ["kueue-lab.yaml", "kueue-prod.yaml"]
 
 
 @pytest.mark.parametrize(

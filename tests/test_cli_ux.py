@@ -127,7 +127,7 @@ def test_every_rule_id_the_package_emits_is_documented() -> None:
     prefixes = (
         "source-", "crd-", "k8s-", "dra-", "kueue-config-", "kueue-feature-gate-", "kueue-webhook-",
         "kueue-lq-", "tenant-", "cluster-", "platform-", "publish-", "plan-", "budget-", "catalog-",
-        "claim-", "cohort-", "flavor-", "device-class-", "namespace-", "mapping-", "quota-",
+        "claim-", "cohort-", "flavor-", "device-class-", "namespace-", "mapping-", "quota-", "argocd-",
     )  # fmt: skip
     risks = {
         "kueue-config-changed",
@@ -136,6 +136,7 @@ def test_every_rule_id_the_package_emits_is_documented() -> None:
         "clusterqueue-replaced",
         "kueue-feature-gate-default-changed",
         "kueue-feature-gate-removed",
+        "cluster-renamed",
     }
     not_rules = {*risks, "source-", "source-pack"}  # plan's risk names, a prefix, a cache-entry kind
     found: set[str] = set()

@@ -35,7 +35,7 @@ def test_render_in_two_processes_with_different_hash_seeds_is_byte_identical(tmp
         written = {p.name: output.read_tree(p) for p in sorted((root / output.GENERATED).iterdir())}
         extras = {
             rel: (root / rel).read_bytes()
-            for rel in (".github/CODEOWNERS", "argocd/applicationset.yaml")
+            for rel in (".github/CODEOWNERS", "argocd/hub.yaml")
             if (root / rel).is_file()
         }
         trees.append((written, extras))

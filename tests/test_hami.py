@@ -33,7 +33,7 @@ def _queue(root: Path, name: str) -> dict[str, dict[str, Any]]:
 
 def _config(root: Path) -> dict[str, Any]:
     """The Configuration in the ConfigMap patch of the Kueue install Application (install: manifests)."""
-    app = yaml.safe_load((root / "generated/site/application/argocd/kueue-site.yaml").read_text())
+    app = yaml.safe_load((root / "generated/site/_hub/application/argocd/kueue-site.yaml").read_text())
     (cm,) = [
         yaml.safe_load(p["patch"])
         for p in app["spec"]["source"]["kustomize"]["patches"]

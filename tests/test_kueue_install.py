@@ -41,7 +41,11 @@ def objects(result: engine.Result, cluster: str) -> list[dict[str, Any]]:
 
 
 def the_application(result: engine.Result, cluster: str) -> dict[str, Any]:
-    (app,) = [o for o in objects(result, cluster) if o["kind"] == "Application"]
+    (app,) = [
+        o
+        for o in objects(result, cluster)
+        if o["kind"] == "Application" and o["metadata"]["name"].startswith("kueue-")
+    ]
     return app
 
 
@@ -161,7 +165,12 @@ def test_mirrors_and_argocd_settings(tmp_path: Path, shared: Path) -> None:
         "argocdNamespace": "gitops",
         "destinationServer": "https://prod.example:6443",
     }
-    root = minirepo.make(tmp_path, [minirepo.cluster("c1", manifests=settings)])
+    # destinationServer (kept for older files) must be the cluster's own destination
+    cluster = {
+        **minirepo.cluster("c1", manifests=settings),
+        "argocd": {"server": "https://prod.example:6443"},
+    }
+    root = minirepo.make(tmp_path, [cluster])
     app = the_application(render(root), "c1")
     assert app["metadata"]["namespace"] == "gitops" and app["spec"]["project"] == "platform"
     assert app["spec"]["source"]["repoURL"] == settings["repoURL"]

@@ -19,6 +19,7 @@ import repokit
 from gputenancy import engine
 from gputenancy.check.validate import validate_objects
 from gputenancy.objects import RenderedObject
+from gputenancy.render import hub, multikueue
 
 VERSIONS = ("v0.18.1", "v0.19.2")
 WAVE = "argocd.argoproj.io/sync-wave"
@@ -30,6 +31,14 @@ def run(root: Path, shared: Path) -> engine.Result:
 
 def of(result: engine.Result, cluster: str, kind: str) -> list[Mapping[str, Any]]:
     return [o.body for o in result.clusters[cluster].objects if o.body.get("kind") == kind]
+
+
+def spoke(result: engine.Result, cluster: str) -> Mapping[str, Any]:
+    """The hub's Application that syncs the cluster's objects."""
+    (app,) = [
+        b for b in of(result, cluster, "Application") if b["metadata"]["name"] == f"gputenancy-{cluster}"
+    ]
+    return app
 
 
 def keys(bodies: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
@@ -212,10 +221,6 @@ def test_incremental_dispatch_with_a_step_size_on_v019(tmp_path: Path, shared: P
 def test_quota_automation_labels_the_queues_and_argo_cd_leaves_their_quotas_to_kueue(
     tmp_path: Path, shared: Path
 ) -> None:
-    from gputenancy.deliver import appset
-    from gputenancy.findings import Origin
-    from gputenancy.inputs.records import ArgoCD
-
     mgr = fleetrepo.manager(quotaManagement="Automated")
     mgr["kueue"]["featureGates"] = {"MultiKueueManagerQuotaAutomation": True}
     h100 = {"w1": "h100", "w2": "h100"}
@@ -233,15 +238,15 @@ def test_quota_automation_labels_the_queues_and_argo_cd_leaves_their_quotas_to_k
         assert cq["metadata"]["labels"]["gputenancy.io/quota-management"] == "Automated"
     for cq in of(result, "w1", "ClusterQueue"):
         assert "gputenancy.io/quota-management" not in cq["metadata"]["labels"]
-    settings = ArgoCD("https://example.com/r.git", "deploy", "default", "argocd", "generated", Origin("x"))
-    spec = appset.applicationset(result.model, settings)["spec"]["template"]["spec"]
-    assert appset.AUTOMATED_QUOTA in spec["ignoreDifferences"]
+    spec = spoke(result, "mgr")["spec"]
+    assert multikueue.AUTOMATED_QUOTA in spec["ignoreDifferences"]
     assert "RespectIgnoreDifferences=true" in spec["syncPolicy"]["syncOptions"]
+    assert multikueue.AUTOMATED_QUOTA not in spoke(result, "w1")["spec"]["ignoreDifferences"]
     # Argo CD applies a jqPathExpression as `del(EXPR)` (gojq); jq gives the same answer on the real queues
     jq = shutil.which("jq")
     if jq is None:
         pytest.skip("jq not installed")
-    (expression,) = appset.AUTOMATED_QUOTA["jqPathExpressions"]
+    (expression,) = multikueue.AUTOMATED_QUOTA["jqPathExpressions"]
     for cluster, kept in (("mgr", False), ("w1", True)):
         for cq in of(result, cluster, "ClusterQueue"):
             out = subprocess.run(
@@ -254,15 +259,11 @@ def test_quota_automation_labels_the_queues_and_argo_cd_leaves_their_quotas_to_k
             assert ("resourceGroups" in json.loads(out.stdout)["spec"]) is kept
 
 
-def test_without_automation_the_application_set_is_unchanged(fleet: engine.Result) -> None:
-    from gputenancy.deliver import appset
-    from gputenancy.findings import Origin
-    from gputenancy.inputs.records import ArgoCD
-
-    settings = ArgoCD("https://example.com/r.git", "deploy", "default", "argocd", "generated", Origin("x"))
-    spec = appset.applicationset(fleet.model, settings)["spec"]["template"]["spec"]
-    assert spec["ignoreDifferences"] == [dict(d) for d in appset.IGNORE_DIFFERENCES]
-    assert spec["syncPolicy"]["syncOptions"] == list(appset.SYNC_OPTIONS)
+def test_without_automation_the_hub_applications_are_unchanged(fleet: engine.Result) -> None:
+    for name in fleet.clusters:
+        spec = spoke(fleet, name)["spec"]
+        assert spec["ignoreDifferences"] == [dict(d) for d in hub.IGNORE_DIFFERENCES]
+        assert spec["syncPolicy"]["syncOptions"] == list(hub.SYNC_OPTIONS)
 
 
 # ----------------------------------------------------------------- the new kinds against the upstream CRDs

@@ -39,7 +39,7 @@ def edit_synced(root: Path, rel: str, change: Any) -> None:
     trees.edit(root, f"generated/{rel}", change)
 
 
-KUEUE_APP = "prod/application/argocd/kueue-prod.yaml"  # install: manifests (render/kueueapp.py)
+KUEUE_APP = "prod/_hub/application/argocd/kueue-prod.yaml"  # install: manifests (render/kueueapp.py)
 
 
 def kueue_config(root: Path) -> dict[str, Any]:

@@ -76,7 +76,7 @@ def test_lab_cluster_reference_setup(result: engine.Result) -> None:
     rct = yaml.safe_load(tree["resourceclaimtemplate/sandbox/single-gpu.yaml"])
     exactly = rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly == {"allocationMode": "ExactCount", "count": 1, "deviceClassName": "gpu.nvidia.com"}
-    (app,) = docs(tree, "application/")
+    app = yaml.safe_load(tree["_hub/application/argocd/kueue-lab.yaml"])
     assert app["spec"]["source"]["targetRevision"] == "0.18.1"
     config = yaml.safe_load(
         app["spec"]["source"]["helm"]["valuesObject"]["managerConfig"]["controllerManagerConfigYaml"]
@@ -116,7 +116,9 @@ def test_chain_claim_template_to_mapping_to_cluster_queue(result: engine.Result)
 
 
 def _config(tree: dict[str, bytes]) -> dict[str, Any]:
-    (app,) = docs(tree, "application/")
+    (app,) = [
+        yaml.safe_load(d) for p, d in tree.items() if p.startswith("_hub/application/") and "/kueue-" in p
+    ]
     if "kustomize" in app["spec"]["source"]:  # install: manifests
         patch = yaml.safe_load(app["spec"]["source"]["kustomize"]["patches"][0]["patch"])
         loaded: dict[str, Any] = yaml.safe_load(patch["data"]["controller_manager_config.yaml"])
@@ -148,7 +150,7 @@ def test_config_change_rolls_the_deployment_and_nothing_else_does(tmp_path: Path
 
     def checksum() -> str:
         tree = dict(engine.run(root).clusters["prod"].tree)
-        app = yaml.safe_load(tree["application/argocd/kueue-prod.yaml"])
+        app = yaml.safe_load(tree["_hub/application/argocd/kueue-prod.yaml"])
         cm, dep = (yaml.safe_load(p["patch"]) for p in app["spec"]["source"]["kustomize"]["patches"])
         value: str = dep["spec"]["template"]["metadata"]["annotations"]["gputenancy.io/kueue-config-checksum"]
         assert value == hashlib.sha256(cm["data"]["controller_manager_config.yaml"].encode()).hexdigest()

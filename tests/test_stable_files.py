@@ -1,5 +1,6 @@
 """Generated files change only where the inputs did: adding or removing one tenant changes that
-tenant's line of .github/CODEOWNERS and nothing in the ApplicationSet; a cluster, its own lines."""
+tenant's line of .github/CODEOWNERS and nothing in argocd/hub.yaml; a cluster, nothing in either (its
+Applications are in its own directory, which the hub's app-of-apps follows)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import trees
 
 from gputenancy.cli import main
 
-FILES = (".github/CODEOWNERS", "argocd/applicationset.yaml")
+FILES = (".github/CODEOWNERS", "argocd/hub.yaml")
 
 
 def rendered(root: Path) -> dict[str, list[str]]:
@@ -38,7 +39,7 @@ def test_adding_and_removing_a_tenant_changes_its_own_line_only(
     assert changed_lines(before[".github/CODEOWNERS"], after[".github/CODEOWNERS"]) == [
         f"+/tenants/{name}.yaml @acme/{name}"
     ]
-    assert changed_lines(before["argocd/applicationset.yaml"], after["argocd/applicationset.yaml"]) == []
+    assert changed_lines(before["argocd/hub.yaml"], after["argocd/hub.yaml"]) == []
     (root / "tenants/vision.yaml").unlink()
     (root / f"tenants/{name}.yaml").unlink()
     gone = rendered(root)
@@ -48,7 +49,7 @@ def test_adding_and_removing_a_tenant_changes_its_own_line_only(
     capsys.readouterr()
 
 
-def test_adding_a_cluster_changes_its_own_lines_only(tmp_path: Path) -> None:
+def test_adding_a_cluster_changes_neither_file(tmp_path: Path) -> None:
     root = trees.example(tmp_path)
     before = rendered(root)
     staging = trees.read(root, "overlays/lab/cluster.yaml")
@@ -59,8 +60,6 @@ def test_adding_a_cluster_changes_its_own_lines_only(tmp_path: Path) -> None:
     )
     after = rendered(root)
     assert changed_lines(before[".github/CODEOWNERS"], after[".github/CODEOWNERS"]) == []
-    assert changed_lines(before["argocd/applicationset.yaml"], after["argocd/applicationset.yaml"]) == [
-        "+          - destinationName: staging",
-        "+            destinationServer: ''",
-        "+            path.basename: staging",
-    ]
+    assert changed_lines(before["argocd/hub.yaml"], after["argocd/hub.yaml"]) == []
+    hub = root / "generated/staging/_hub/application/argocd"
+    assert sorted(p.name for p in hub.iterdir()) == ["gputenancy-staging.yaml", "kueue-staging.yaml"]

@@ -417,18 +417,18 @@ def test_a_huge_file_committed_in_generated_is_not_read(
         assert "generated/prod/huge.yaml: error: larger than" in text and "(source-size)" in text
 
 
-@pytest.mark.parametrize("linked", [".github", "argocd/applicationset.yaml"])
+@pytest.mark.parametrize("linked", [".github", "argocd/hub.yaml"])
 def test_files_rendered_beside_generated_are_never_read_or_written_through_a_link(
     tmp_path: Path, linked: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = trees.example(tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "applicationset.yaml").write_text("secret\n")
+    (outside / "hub.yaml").write_text("secret\n")
     (root / linked).parent.mkdir(parents=True, exist_ok=True)
     if (root / linked).exists():
         shutil.rmtree(root / linked) if (root / linked).is_dir() else (root / linked).unlink()
-    (root / linked).symlink_to(outside if linked == ".github" else outside / "applicationset.yaml")
+    (root / linked).symlink_to(outside if linked == ".github" else outside / "hub.yaml")
     before, tree = snapshot(outside), snapshot(root / "generated")
     trees.write(root, "tenants/extra.yaml", trees.tenant("extra"))  # render would change generated/
     for command in ("render", "check"):

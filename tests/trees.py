@@ -3,7 +3,7 @@ tmp_path, edited through dicts.
 
 Tests never read the live tenants/, base/ and overlays/ of the checkout: a team changes those freely
 (`validate` and `check` in .ci/run and the workflows check them). The fixture holds the inputs and, as
-the golden output of `render`, its generated/, .github/CODEOWNERS and argocd/applicationset.yaml;
+the golden output of `render`, its generated/, .github/CODEOWNERS and argocd/hub.yaml;
 refresh those with `python pipeline.py --root tests/fixtures/repo render` after a change that alters
 rendered output on purpose. `example(generated=True)` takes generated/ from a render of the fixture
 made once per test process, so an outdated golden tree fails the golden tests only.
@@ -24,7 +24,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "repo"
 INPUTS = ("base", "overlays", "tenants")
-DERIVED = (".github/CODEOWNERS", "argocd/applicationset.yaml")
+DERIVED = (".github/CODEOWNERS", "argocd/hub.yaml")
 
 _rendered: list[Path] = []
 

@@ -2,6 +2,8 @@
 
     generated/<cluster>/<kind>/<name>.yaml               cluster-scoped objects
     generated/<cluster>/<kind>/<namespace>/<name>.yaml   namespaced objects
+    generated/<cluster>/_hub/<kind>/<namespace>/<name>.yaml   Argo CD objects: synced by the hub
+                                                         (gputenancy.render.hub), not by the cluster
 
 Paths are built only from names that are valid Kubernetes names (DNS subdomains), so no object can
 write outside generated/<cluster>/.
@@ -21,6 +23,7 @@ from pathlib import Path
 from gputenancy import fastyaml
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.objects import RenderedObject, to_yaml
+from gputenancy.render import hub
 
 GENERATED = "generated"
 _SAFE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -49,7 +52,8 @@ def object_path(obj: RenderedObject) -> str:
         )
     if ".." in key.name or ".." in key.namespace:
         raise PipelineError([obj.origin.finding("object-name", f"{key}: '..' is not allowed in a name")])
-    parts = [key.kind.lower()]
+    parts = [hub.HUB_DIR] if hub.is_hub_object(obj.body) else []
+    parts.append(key.kind.lower())
     if key.namespace:
         parts.append(key.namespace)
     parts.append(f"{key.name}.yaml")

@@ -22,7 +22,7 @@ from gputenancy.findings import Origin
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.objects import FieldPath, ObjectKey, RenderedObject
 from gputenancy.policy.catalog import Catalog, claims_on
-from gputenancy.render import kueueconfig
+from gputenancy.render import hub, kueueconfig
 
 KUEUE = "kueue.x-k8s.io"
 DRA = "resource.k8s.io"
@@ -233,14 +233,14 @@ def _trace(
         return (
             cluster.document.key_origin("kueue", "helm"),
             f"kueue-{cluster.name}",
-            cluster.helm.argocd_namespace,
+            hub.namespace(model.platform, cluster),
             None,
         )
     if key.kind == "Application" and cluster.manifests is not None and f"kueue-{cluster.name}" in key.name:
         return (
             cluster.document.key_origin("kueue"),
             f"kueue-{cluster.name}",
-            cluster.manifests.argocd_namespace,
+            hub.namespace(model.platform, cluster),
             None,
         )
     return obj.origin, key.name, key.namespace, None

@@ -1,1 +1,1 @@
-"""Plan and its views, publish and git, GitHub, ApplicationSet, CODEOWNERS."""
+"""Plan and its views, publish and git, GitHub, the hub's app-of-apps, CODEOWNERS."""

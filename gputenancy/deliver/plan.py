@@ -17,13 +17,13 @@ from typing import Any
 
 from gputenancy import engine
 from gputenancy.build import output
-from gputenancy.deliver import budgets, fleetrisks
+from gputenancy.deliver import budgets, fleetrisks, rename
 from gputenancy.deliver import risks as more_risks
 from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tree, compare, load_objects
 from gputenancy.findings import Finding, PipelineError, Severity
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.objects import ObjectKey
-from gputenancy.policy import fleetquota, hami
+from gputenancy.policy import destinations, fleetquota, hami
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
 from gputenancy.policy.catalog import effective_catalog
 
@@ -36,7 +36,8 @@ ACTIONS = ("changed", "added", "removed")
 class Risk:
     """risk: queue-deleted | localqueue-replaced | claim-template-replaced | kueue-config-changed |
     capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py) |
-    fleet-worker-added | fleet-worker-removed (deliver/fleetrisks.py)"""
+    cluster-renamed | destination-changed (deliver/rename.py) | fleet-worker-added | fleet-worker-removed
+    (deliver/fleetrisks.py)"""
 
     cluster: str
     risk: str
@@ -61,6 +62,9 @@ class ClusterPlan:
     files: tuple[str, ...]  # `+ path`, `- path`, `~ path`: files that differ without an object change
     capacity: tuple[CapacityRow, ...]
     units: Mapping[str, str] = dataclasses.field(default_factory=dict)  # quota name -> "MiB" | "percent"
+    destination: str = ""  # where the hub delivers its objects: `name prod`, `server https://…`
+    renamed_from: str = ""  # the cluster this one is, under its old name (deliver/rename.py)
+    renamed_to: str = ""
 
     def count(self, action: str) -> int:
         return sum(o.action == action for o in self.objects)
@@ -257,8 +261,16 @@ def build(
     clusters: list[ClusterPlan] = []
     risks: list[Risk] = []
     findings = [f for f in result.findings if f.severity is not Severity.ERROR]
+    dests = {n: destinations.destination(c) for n, c in result.model.clusters.items()}
+    moved = (
+        rename.renames({n: c.tree for n, c in result.clusters.items()}, against, dests)
+        if cluster is None
+        else {}
+    )
+    gone = {old: new for new, old in moved.items()}
     for name in names:
-        old = against.get(name, {})
+        old = against.get(moved.get(name, name), {})
+        dest = dests.get(name) or rename.old_destination(name, old)
         objects, files, olds = compare(
             name, result.clusters[name].tree if name in result.clusters else {}, old, label
         )
@@ -274,10 +286,20 @@ def build(
                 name,
                 tuple(objects),
                 tuple(files),
-                tuple(capacity_rows(result, name, cqs)),
+                tuple(capacity_rows(result, name, cqs)) if name not in gone else (),
                 units_on(result, name),
+                destinations.shown(dest) if dest else "",
+                moved.get(name, ""),
+                gone.get(name, ""),
             )
         )
+        if name in gone:  # renamed: its objects stay on the cluster under the new name's Applications
+            continue
+        if name in moved:
+            risks.append(Risk(name, "cluster-renamed", moved[name], rename.message(moved[name], name, dest)))
+            continue
+        retargeted = rename.retargeted(name, old, dest) if name in result.clusters else None
+        risks += [Risk(name, "destination-changed", name, retargeted)] if retargeted else []
         extra, replaced = more_risks.more(name, objects, olds)
         risks += [r for r in _risks(name, objects, olds, cqs) if r.subject not in replaced]
         risks += [Risk(name, *r) for r in extra]

@@ -100,6 +100,13 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         )
         tenants = f" (tenants: {', '.join(c.tenants)})" if c.tenants else ""
         lines.append(f"{c.name}: {counts}{tenants}" if c.changed else f"{c.name}: no changes")
+        lines += [f"  destination: {c.destination}"] if c.changed and c.destination else []
+        lines += [f"  renamed from {c.renamed_from}"] if c.renamed_from else []
+        lines += (
+            [f"  renamed to {c.renamed_to}: its Applications are removed without cascade"]
+            if c.renamed_to
+            else []
+        )
         for o in c.objects:
             s = _SIGN[o.action]
             lines += [paint(s, f"  {s} {change_line(o, ch, c.units)}") for ch in o.changes] or [
@@ -154,6 +161,18 @@ _CUT = (
 )
 
 
+def _destinations_md(plan: Plan) -> list[str]:
+    """Where the hub delivers each changed cluster (and the renames)."""
+    lines = []
+    for c in (c for c in plan.clusters if c.changed and c.destination):
+        renamed = f" (renamed from {_md(c.renamed_from)})" if c.renamed_from else ""
+        renamed += (
+            f" (renamed to {_md(c.renamed_to)}: Applications removed without cascade)" if c.renamed_to else ""
+        )
+        lines.append(f"- Argo CD delivers **{_md(c.name)}** to {_code(c.destination)}{renamed}")
+    return ["", *lines] if lines else []
+
+
 def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
     """The PR comment: summary, risks, capacity and findings first (never cut); per-object details
     after, cut with a note when the comment would exceed `limit` characters."""
@@ -163,6 +182,7 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
         f"| {_md(c.name)} | {' | '.join(str(c.count(a)) for a in ACTIONS)} | {_md(', '.join(c.tenants)) or '-'} |"
         for c in plan.clusters
     ]
+    head += _destinations_md(plan)
     if plan.risks:
         head += [
             "",

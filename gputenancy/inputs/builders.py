@@ -255,6 +255,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
             namespace=a.get("namespace", "argocd"),
             path=a.get("path", "generated").strip("/"),
             origin=doc.key_origin("argocd"),
+            clusters=tuple(a["clusters"]) if "clusters" in a else None,
         )
     devices: dict[str, hami.HamiDevice] = {}
     for i, raw in enumerate(d.get("hami", [])):
@@ -305,8 +306,8 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
             chart=h.get("chart", "kueue"),
             release_name=h.get("releaseName", "kueue"),
             project=h.get("project", "default"),
-            argocd_namespace=h.get("argocdNamespace", "argocd"),
-            destination_server=h.get("destinationServer", "https://kubernetes.default.svc"),
+            argocd_namespace=h.get("argocdNamespace"),
+            destination_server=h.get("destinationServer"),
             values=h.get("values", {}),
         )
     elif "helm" in kueue:

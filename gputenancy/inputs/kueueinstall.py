@@ -42,6 +42,6 @@ def manifests_install(
         repo_url=block.get("repoURL", release.repository),
         image=block.get("image", release.image_new_name),
         project=block.get("project", "default"),
-        argocd_namespace=block.get("argocdNamespace", "argocd"),
-        destination_server=block.get("destinationServer", "https://kubernetes.default.svc"),
+        argocd_namespace=block.get("argocdNamespace"),
+        destination_server=block.get("destinationServer"),
     )

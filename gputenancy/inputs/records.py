@@ -125,6 +125,7 @@ class ArgoCD:
     namespace: str
     path: str
     origin: Origin
+    clusters: tuple[str, ...] | None = None  # names registered in the hub (`clusters:`), when listed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,8 +172,8 @@ class ManifestsInstall:
     repo_url: str  # Kueue's repository (or a mirror of it)
     image: str  # the manager image repository; tagged with the Kueue version
     project: str
-    argocd_namespace: str
-    destination_server: str
+    argocd_namespace: str | None  # explicit argocdNamespace; None: the hub's (render/hub.py)
+    destination_server: str | None  # explicit destinationServer; None: the cluster's destination
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,8 +182,8 @@ class HelmInstall:
     chart: str
     release_name: str
     project: str
-    argocd_namespace: str
-    destination_server: str
+    argocd_namespace: str | None  # explicit argocdNamespace; None: the hub's (render/hub.py)
+    destination_server: str | None  # explicit destinationServer; None: the cluster's destination
     values: Mapping[str, Any]
 
 

@@ -13,7 +13,7 @@ from gputenancy.inputs.spec import Cluster, Cohort, Model
 
 BUILT_IN_RESERVED = ("kube-*", "kueue-system", "default")
 """Namespaces no tenant may claim on any cluster; each cluster adds its kueue.namespace and the Argo
-CD namespace(s) (base/platform.yaml argocd.namespace, default argocd; kueue.helm.argocdNamespace)."""
+CD namespace(s) (base/platform.yaml argocd.namespace, default argocd; kueue.helm/manifests.argocdNamespace)."""
 
 
 def cohort_cycles(cohorts: Mapping[str, Cohort]) -> list[list[str]]:
@@ -60,8 +60,9 @@ def reserved_patterns(model: Model, cluster: Cluster) -> dict[str, str]:
     why: dict[str, str] = {p: "a system namespace" for p in BUILT_IN_RESERVED}
     why[cluster.kueue_namespace] = f"Kueue's namespace on cluster {cluster.name!r}"
     why[platform.argocd.namespace if platform.argocd is not None else "argocd"] = "Argo CD's namespace"
-    if cluster.helm is not None:
-        why[cluster.helm.argocd_namespace] = "Argo CD's namespace"
+    install = cluster.helm or cluster.manifests
+    if install is not None and install.argocd_namespace:
+        why[install.argocd_namespace] = "Argo CD's namespace"
     for pattern in platform.reserved_namespaces:
         why.setdefault(pattern, "reserved by base/platform.yaml tenantNamespaces.reserved")
     return why

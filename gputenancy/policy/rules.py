@@ -1,7 +1,7 @@
 """Named policy rules over the model: the one table of them (RULES), running them, and their documentation.
 
 Each rule is one function in its family's module (`placement`, `budgets`, `devices`, `capacity`,
-`boundary`, `versionrules`) listed in
+`boundary`, `versionrules`, `destinations`) listed in
 RULES; its docstring is its documentation (`python pipeline.py rules` prints them) with a passing and a
 failing example.
 """
@@ -16,6 +16,7 @@ from gputenancy.policy import (
     boundary,
     budgets,
     capacity,
+    destinations,
     devices,
     draquota,
     fleet,
@@ -58,6 +59,9 @@ RULES: dict[str, Rule] = {
     "dra-capacity-quota": draquota.dra_capacity_quota,
     "kueue-version-unsupported": versionrules.kueue_version_unsupported,
     "k8s-version-unsupported": versionrules.k8s_version_unsupported,
+    "argocd-destination-duplicate": destinations.argocd_destination_duplicate,
+    "argocd-destination-unknown": destinations.argocd_destination_unknown,
+    "argocd-destination-split": destinations.argocd_destination_split,
     "fleet-worker": fleet.fleet_worker,
     "fleet-capacity": fleet.fleet_capacity,
     "fleet-origin": fleet.fleet_origin,

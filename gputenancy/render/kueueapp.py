@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 
 from gputenancy.inputs.spec import Cluster
-from gputenancy.render import kueueconfig
+from gputenancy.policy import destinations
+from gputenancy.render import hub, kueueconfig
 from gputenancy.versions import kueue as kueue_versions
 
 CONFIG_PATCH = 0  # index of the Configuration patch in spec.source.kustomize.patches
@@ -77,32 +78,30 @@ def patches(cluster: Cluster, config: kueueconfig.KueueConfig) -> list[dict[str,
     ]
 
 
-def application(cluster: Cluster, config: kueueconfig.KueueConfig, meta: dict[str, Any]) -> dict[str, Any]:
-    """The Application object (`meta`: labels and annotations)."""
+def application(
+    cluster: Cluster, config: kueueconfig.KueueConfig, meta: dict[str, Any], namespace: str
+) -> dict[str, Any]:
+    """The Application object (`meta`: labels and annotations), in the hub's Argo CD `namespace` and
+    destined for the cluster (render/hub.py)."""
     assert cluster.manifests is not None
     install = cluster.manifests
     release = kueue_versions.for_version(cluster.kueue_version).release
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Application",
-        "metadata": {"name": f"kueue-{cluster.name}", "namespace": install.argocd_namespace, **meta},
-        "spec": {
-            "project": install.project,
-            "source": {
-                "repoURL": install.repo_url,
-                "targetRevision": cluster.kueue_version,
-                "path": release.kustomize_path,
-                "kustomize": {
-                    "images": [f"{release.image_name}={install.image}:{cluster.kueue_version}"],
-                    "patches": patches(cluster, config),
-                },
-            },
-            "destination": {"server": install.destination_server, "namespace": release.namespace},
-            "syncPolicy": {
-                "automated": {"prune": True, "selfHeal": True},
-                # The CRDs are too large for client-side apply's last-applied annotation; the release
-                # manifests create the namespace themselves.
-                "syncOptions": ["ServerSideApply=true", "CreateNamespace=false"],
+    return hub.application(
+        f"kueue-{cluster.name}",
+        namespace,
+        meta,
+        project=install.project,
+        source={
+            "repoURL": install.repo_url,
+            "targetRevision": cluster.kueue_version,
+            "path": release.kustomize_path,
+            "kustomize": {
+                "images": [f"{release.image_name}={install.image}:{cluster.kueue_version}"],
+                "patches": patches(cluster, config),
             },
         },
-    }
+        destination={**destinations.install_destination(cluster), "namespace": release.namespace},
+        # The CRDs are too large for client-side apply's last-applied annotation; the release
+        # manifests create the namespace themselves.
+        sync_options=["ServerSideApply=true", "CreateNamespace=false"],
+    )

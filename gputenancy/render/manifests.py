@@ -22,8 +22,9 @@ from gputenancy.findings import Finding, Origin, PipelineError
 from gputenancy.inputs import fleet
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.objects import FieldPath, RenderedObject
+from gputenancy.policy import destinations
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources
-from gputenancy.render import kueueapp, kueueconfig, multikueue
+from gputenancy.render import hub, kueueapp, kueueconfig, multikueue
 from gputenancy.versions import kueue as kueue_versions
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
@@ -258,11 +259,31 @@ def render_platform(
         meta = _meta(dict(manager.multikueue.workers)[cluster.name], WAVE_CONFIG)
         out.extend(multikueue.worker_objects(cluster, manager, list(frameworks or ()), meta, environment()))
     config, findings = kueueconfig.build(model, cluster, catalog)
-    out.extend(_deliver_config(cluster, config))
+    argocd_namespace = hub.namespace(model.platform, cluster)
+    out.extend(_deliver_config(cluster, config, argocd_namespace))
+    if model.platform.argocd is not None:
+        settings = model.platform.argocd
+        meta = _hub_meta(cluster, settings.origin, WAVE_NAMESPACED)  # after kueue-<cluster>
+        app = multikueue.with_automated_quota(
+            cluster, hub.spoke_application(settings, cluster, meta, argocd_namespace)
+        )
+        out.append(
+            RenderedObject(cluster.name, app, settings.origin, {("spec", "destination"): cluster.origin})
+        )
     return out, config, findings
 
 
-def _deliver_config(cluster: Cluster, config: kueueconfig.KueueConfig) -> list[RenderedObject]:
+def _hub_meta(cluster: Cluster, source: Origin | None = None, wave: str = WAVE_CONFIG) -> dict[str, Any]:
+    """Labels and annotations of an Application in the hub: `gputenancy.io/cluster` says which
+    cluster it delivers to (`argocd app list -l gputenancy.io/cluster=prod`)."""
+    meta = _meta(source or cluster.origin, wave)
+    meta["labels"][hub.CLUSTER_LABEL] = cluster.name
+    return meta
+
+
+def _deliver_config(
+    cluster: Cluster, config: kueueconfig.KueueConfig, argocd_namespace: str
+) -> list[RenderedObject]:
     if cluster.install == "helm" and cluster.helm is not None:
         helm = cluster.helm
         values = json.loads(json.dumps(dict(helm.values)))
@@ -270,16 +291,15 @@ def _deliver_config(cluster: Cluster, config: kueueconfig.KueueConfig) -> list[R
         app = _render(
             "kueue-helm-application.yaml.j2",
             name=f"kueue-{cluster.name}",
-            argocd_namespace=helm.argocd_namespace,
+            argocd_namespace=argocd_namespace,
             project=helm.project,
             repo_url=helm.repo_url,
             chart=helm.chart,
             version=cluster.kueue_version.lstrip("v"),
             release_name=helm.release_name,
             values=values,
-            destination_server=helm.destination_server,
-            namespace=cluster.kueue_namespace,
-            **_meta(cluster.origin, WAVE_CONFIG),
+            destination={**destinations.install_destination(cluster), "namespace": cluster.kueue_namespace},
+            **_hub_meta(cluster),
         )
         return [
             RenderedObject(
@@ -290,6 +310,6 @@ def _deliver_config(cluster: Cluster, config: kueueconfig.KueueConfig) -> list[R
             )
         ]
     assert cluster.manifests is not None
-    app = kueueapp.application(cluster, config, _meta(cluster.origin, WAVE_CONFIG))
+    app = kueueapp.application(cluster, config, _hub_meta(cluster), argocd_namespace)
     patch = ("spec", "source", "kustomize", "patches", kueueapp.CONFIG_PATCH)
     return [RenderedObject(cluster.name, app, cluster.origin, {patch: config.origin})]

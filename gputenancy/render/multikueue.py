@@ -31,6 +31,29 @@ def quota_labels(cluster: Cluster) -> dict[str, str]:
     return {QUOTA_LABEL: AUTOMATED} if mk is not None and mk.quota_management == AUTOMATED else {}
 
 
+# What Argo CD then needs (`with_automated_quota`): Kueue owns the whole spec.resourceGroups of those
+# queues and takes it back within a second of a forced apply; Argo CD leaves it alone, at sync too.
+AUTOMATED_QUOTA = {
+    "group": "kueue.x-k8s.io",
+    "kind": "ClusterQueue",
+    "jqPathExpressions": [
+        f'select(.metadata.labels["{QUOTA_LABEL}"] == "{AUTOMATED}") | .spec.resourceGroups'
+    ],
+}
+RESPECT_IGNORE = "RespectIgnoreDifferences=true"
+
+
+def with_automated_quota(cluster: Cluster, app: dict[str, Any]) -> dict[str, Any]:
+    """The Application syncing `cluster`'s objects, ignoring the quotas Kueue keeps on a manager with
+    quotaManagement: Automated (unchanged for every other cluster)."""
+    if not quota_labels(cluster):
+        return app
+    spec = app["spec"]
+    spec["ignoreDifferences"] = [*spec.get("ignoreDifferences", []), dict(AUTOMATED_QUOTA)]
+    spec["syncPolicy"]["syncOptions"] = [*spec["syncPolicy"]["syncOptions"], RESPECT_IGNORE]
+    return app
+
+
 def admission_checks(cluster: Cluster) -> list[dict[str, Any]]:
     """`admissionChecksStrategy.admissionChecks` of a tenant's ClusterQueue: the one MultiKueue check on
     every flavor on a manager, none elsewhere."""
