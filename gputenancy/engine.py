@@ -162,6 +162,7 @@ def _run(
     workers: int | None,
 ) -> Result:
     from gputenancy.check import cluster as checks
+    from gputenancy.check.chain import fleet
 
     clock = _Clock()
     store = memo.open_cache(root, cache)
@@ -252,6 +253,10 @@ def _run(
                 results[p.cluster.name] = result
                 # 6. the last word: the chain, Kueue support and canonical form on the built objects
                 findings.extend(_check_built(p, model, catalog, result, built_memo))
+    # 7. across the clusters of each MultiKueue fleet built in this run (manager and workers together)
+    findings.extend(
+        fleet.check(model, catalog, {n: r.objects for n, r in results.items()}, kustomized=kustomize)
+    )
     return Result(model, results, tuple(sorted(set(findings))), tuple(notes), stats.done())
 
 

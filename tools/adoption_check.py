@@ -97,6 +97,8 @@ def adopt(root: Path) -> None:
     everyone = [_load(p) for p in sorted((root / "tenants").glob("*.yaml"))]
 
     def plain(cluster: str) -> bool:  # budgets of devices and resources only (no other kinds of amounts)
+        if "multiKueue" in _load(root / "overlays" / cluster / "cluster.yaml"):
+            return False  # a MultiKueue manager: its budgets are its workers' (docs/multikueue.md)
         budgets = [_budget_on(t, cluster) or [] for t in everyone if _placed_on(t, cluster)]
         return bool(budgets) and all(
             set(fb) <= {"flavor", "devices", "resources"} for b in budgets for fb in b

@@ -3,10 +3,11 @@
 
 Four sources: the model rules (`policy.rules.RULES`, each documented by its docstring), the admission
 rules of Kueue's webhooks and of DRA (`check.webhooks.RULES`), the rules on the built objects
-(`check.postbuild.RULES`), the trust-boundary rules documented beside their code (`DOCS` of
-`inputs.confine`, `inputs.kustomizations`, `inputs.amounts`, `build.swap`), and the table below for the rules
-that live in the reader, the schemas, the Kueue Configuration checks, the build, the object
-validation, plan and publish. A rule registered in any of those registries appears here without more work.
+(`check.postbuild.RULES`, and across a MultiKueue fleet's clusters `check.fleet.RULES`), the
+trust-boundary rules documented beside their code (`DOCS` of `inputs.confine`, `inputs.kustomizations`,
+`inputs.amounts`, `build.swap`), and the table below for the rules that live in the reader, the
+schemas, the Kueue Configuration checks, the build, the object validation, plan and publish. A rule
+registered in any of those registries appears here without more work.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
-from gputenancy.check.chain import postbuild
+from gputenancy.check.chain import fleet, postbuild
 from gputenancy.check.webhook import webhooks
 from gputenancy.policy import rules
 
@@ -484,7 +485,7 @@ def all_rules() -> list[RuleDoc]:
     out += [dataclasses.replace(_model_doc(r.id, r.doc), stage="admission") for r in webhooks.RULES]
     out += [
         dataclasses.replace(_model_doc(i, fn.__doc__ or ""), stage="built")
-        for i, fn in postbuild.RULES.items()
+        for i, fn in [*postbuild.RULES.items(), *fleet.RULES.items()]
     ]
     order = (
         "read",

@@ -28,7 +28,7 @@ def cmd_rules(rule_id: str | None) -> int:
 
 def cmd_budgets(root: Path, cluster: str | None, fmt: str) -> int:
     """Budgets per cluster, flavor and resource from the inputs; findings about them on stderr."""
-    from gputenancy.deliver import budgets
+    from gputenancy.deliver import budgets, fleetview
 
     try:
         model, findings = engine.check_only(root, cluster)
@@ -36,7 +36,8 @@ def cmd_budgets(root: Path, cluster: str | None, fmt: str) -> int:
         sys.stdout.write(report.format_findings(exc.findings, "text"))
         return 1
     clusters = [cluster] if cluster is not None else None
-    sys.stdout.write(budgets.render(budgets.pools(model, clusters), fmt))
+    text = budgets.render(budgets.pools(model, clusters), fmt)
+    sys.stdout.write(fleetview.extend(text, model, clusters, fmt))
     if findings:
         sys.stderr.write(report.format_findings(findings, "text"))
     return 1 if any(f.severity is Severity.ERROR for f in findings) else 0

@@ -19,12 +19,12 @@ from gputenancy import engine
 from gputenancy.assemble import output
 from gputenancy.common.findings import Finding, PipelineError, Severity
 from gputenancy.common.objects import ObjectKey
-from gputenancy.deliver import baseline, budgetdiff, budgets, rename
+from gputenancy.deliver import baseline, budgetdiff, budgets, fleetrisks, rename
 from gputenancy.deliver import risks as more_risks
 from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tree, compare, load_objects
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 from gputenancy.inputs.spec import Model
-from gputenancy.policy import destinations, hami
+from gputenancy.policy import destinations, fleetquota, hami
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
 from gputenancy.policy.catalog import effective_catalog
 
@@ -37,7 +37,8 @@ ACTIONS = ("changed", "added", "removed")
 class Risk:
     """risk: queue-deleted | localqueue-replaced | claim-template-replaced | kueue-config-changed |
     capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py) |
-    cluster-renamed | destination-changed (deliver/rename.py)"""
+    cluster-renamed | destination-changed (deliver/rename.py) | fleet-worker-added | fleet-worker-removed
+    (deliver/fleetrisks.py)"""
 
     cluster: str
     risk: str
@@ -360,6 +361,7 @@ def build(
         extra, replaced = more_risks.more(name, objects, olds)
         risks += [r for r in _risks(name, objects, olds, cqs) if r.subject not in replaced]
         risks += [Risk(name, *r) for r in extra]
+        risks += [Risk(name, *r) for r in fleetrisks.more(name, objects)]
         findings += [] if allow_delete else _refusals(name, objects, olds)
     for f in result.findings:
         if f.rule == "capacity":
@@ -373,7 +375,7 @@ def build(
         tuple(clusters),
         tuple(risks),
         tuple(sorted(findings)),
-        tuple(result.notes),
+        (*result.notes, *fleetquota.notes(result.model, effective_catalog(result.model), names)),
         grants,
         grant_diffs=budgetdiff.grants(before, result.model, touched, changed) if before is not None else (),
         pools=budgetdiff.pools(before, result.model, changed),

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from gputenancy.common.findings import Finding, Origin, PipelineError
-from gputenancy.inputs import amounts, hami, kueueinstall, quantity
+from gputenancy.inputs import amounts, hami, kueueinstall, multikueue, quantity
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import (
     DEFAULT_KUEUE_NAMESPACE,
@@ -178,6 +178,10 @@ def build_tenant(doc: Document) -> Tenant:
                     (name, c.quantity(doc, ("claimTemplates", i, "capacity", name), value, "quantity"))
                     for name, value in raw.get("capacity", {}).items()
                 ),
+                excluded_workers=tuple(
+                    (str(w), str(why), doc.origin("claimTemplates", i, "excludedWorkers", w))
+                    for w, why in raw.get("excludedWorkers", {}).items()
+                ),
             )
         )
     weight = None
@@ -315,7 +319,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         )
     manifests = kueueinstall.manifests_install(doc, kueue, c.add)
     capacity = []
-    for i, raw in enumerate(d["capacity"]):
+    for i, raw in enumerate(d.get("capacity", ())):
         devs = []
         for name, value in raw.get("devices", {}).items():
             p = ("capacity", i, "devices", name)
@@ -367,6 +371,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         destination=Destination(d["argocd"].get("server"), d["argocd"].get("name"))
         if "argocd" in d
         else None,
+        multikueue=multikueue.build(doc, d.get("multiKueue")),
     )
 
 

@@ -13,6 +13,7 @@ from gputenancy.inputs import quantity
 from gputenancy.inputs.amount import Amount as Amount
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.hami import HamiBudget, HamiCapacity, HamiDevice, VgpuTemplate
+from gputenancy.inputs.multikueue import MultiKueue
 
 API_VERSION = "gputenancy.io/v1"
 DEFAULT_KUEUE_NAMESPACE = "kueue-system"
@@ -42,6 +43,8 @@ class ClaimTemplate:
     class_origin: Origin
     selector_origins: tuple[Origin, ...] = ()
     capacity: tuple[tuple[str, quantity.Quantity], ...] = ()  # exactly.capacity.requests
+    # MultiKueue workers deliberately without this template: (worker, reason, where it is stated)
+    excluded_workers: tuple[tuple[str, str, Origin], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,6 +219,7 @@ class Cluster:
     origin: Origin
     destination: Destination | None = None
     manifests: ManifestsInstall | None = None  # with install: manifests
+    multikueue: MultiKueue | None = None  # a MultiKueue manager (gputenancy.inputs.fleet)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,6 +228,8 @@ class Model:
     platform: Platform
     clusters: Mapping[str, Cluster]
     tenants: tuple[Tenant, ...]
+    # (tenant, manager): the tenant's budget on that MultiKueue manager is its workers' sum (inputs.fleet)
+    summed_budgets: frozenset[tuple[str, str]] = frozenset()
 
     def tenants_on(self, cluster: str) -> list[Tenant]:
         return [t for t in self.tenants if t.placed_on(cluster)]

@@ -12,6 +12,7 @@ from pathlib import Path
 from gputenancy.caching import cachekey
 from gputenancy.caching.cache import Cache, Entries
 from gputenancy.common.findings import Finding, PipelineError, Severity
+from gputenancy.inputs import fleet
 from gputenancy.inputs.builders import build_cluster, build_platform, build_tenant
 from gputenancy.inputs.files import misplaced
 from gputenancy.inputs.records import (
@@ -87,7 +88,7 @@ def load_model(
                 )
             ]
         )
-    return Model(root, platform, clusters, tuple(tenants)), findings
+    return fleet.derive(Model(root, platform, clusters, tuple(tenants))), findings
 
 
 def _load_platform(root: Path, findings: list[Finding], cache: Entries | None) -> Platform | None:

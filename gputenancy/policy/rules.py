@@ -19,6 +19,7 @@ from gputenancy.policy import (
     destinations,
     devices,
     draquota,
+    fleet,
     hami,
     placement,
     versionrules,
@@ -61,6 +62,14 @@ RULES: dict[str, Rule] = {
     "argocd-destination-duplicate": destinations.argocd_destination_duplicate,
     "argocd-destination-unknown": destinations.argocd_destination_unknown,
     "argocd-destination-split": destinations.argocd_destination_split,
+    "fleet-worker": fleet.fleet_worker,
+    "fleet-capacity": fleet.fleet_capacity,
+    "fleet-origin": fleet.fleet_origin,
+    "fleet-versions": fleet.fleet_versions,
+    "fleet-version-fields": fleet.fleet_version_fields,
+    "fleet-quota-automation": fleet.fleet_quota_automation,
+    "fleet-claim-template": fleet.fleet_claim_template,
+    "fleet-budget": fleet.fleet_budget,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

@@ -18,7 +18,7 @@ from gputenancy.common.findings import Finding, Origin
 from gputenancy.common.objects import FieldPath, longest_origin
 from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.policy.catalog import Catalog, classes_used
-from gputenancy.render import hami
+from gputenancy.render import hami, multikueue
 
 # The manager ConfigMap as installed, its key (the release data has the names inside Kueue's tree too)
 CONFIG_KEY = "controller_manager_config.yaml"
@@ -158,6 +158,11 @@ def build(model: Model, cluster: Cluster, catalog: Catalog) -> tuple[KueueConfig
         body["resources"] = resources
         for i, (_, o) in enumerate(generated_tf, len(existing_tf)):
             origins[("resources", "transformations", i)] = o
+    fleet = multikueue.config_section(cluster)
+    if fleet is not None and cluster.multikueue is not None:  # the manager's own settings win
+        body["multiKueue"] = {**dict(body.get("multiKueue") or {}), **fleet}
+        for key in fleet:
+            origins[("multiKueue", key)] = cluster.multikueue.origin
     config = KueueConfig(cluster.name, body, origins, base_doc.origin())
     return config, findings
 

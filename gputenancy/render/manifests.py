@@ -20,10 +20,11 @@ import yaml
 from gputenancy.common import fastyaml
 from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.common.objects import FieldPath, RenderedObject
+from gputenancy.inputs import fleet
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy import destinations
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources
-from gputenancy.render import hub, kueueapp, kueueconfig
+from gputenancy.render import hub, kueueapp, kueueconfig, multikueue
 from gputenancy.versions import kueue as kueue_versions
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
@@ -146,9 +147,11 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
         weight=tenant.fair_sharing_weight.canonical() if tenant.fair_sharing_weight is not None else None,
         covered=covered,
         flavors=flavors,
+        admission_checks=multikueue.admission_checks(cluster),
         defaults=kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"],
         **_meta(tenant.origin, WAVE_HELD if held else WAVE_CLUSTER_QUEUES, tenant.name),
     )
+    cq["metadata"]["labels"].update(multikueue.quota_labels(cluster))
     field_origins[("spec", "cohortName")] = tenant.cohort_origin
     out = [RenderedObject(cluster.name, cq, tenant.origin, field_origins)]
     for ns, origin in tenant.namespaces:
@@ -161,7 +164,11 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
             **_meta(origin, WAVE_HELD if held else WAVE_NAMESPACED, tenant.name),
         )
         out.append(RenderedObject(cluster.name, lq, origin))
+    manager = cluster.multikueue is not None
     for ct in claims_on(tenant, cluster.name):
+        # on a MultiKueue manager without CEL selectors: it has no GPU nodes to match them, and charges
+        # the same class and count as the workers, which keep the selectors
+        selectors = () if manager else ct.selectors
         for ns in ct.namespaces or namespaces:
             rct = _render(
                 "resourceclaimtemplate.json.j2",
@@ -171,7 +178,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
                 request="gpu",
                 device_class=ct.device_class,
                 count=ct.count,
-                selectors=list(ct.selectors),
+                selectors=list(selectors),
                 capacity={name: q.canonical() for name, q in ct.capacity},
                 **_meta(ct.origin, WAVE_NAMESPACED, tenant.name, **{SYNC_OPTIONS: "Force=true,Replace=true"}),
             )
@@ -182,7 +189,10 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
                     ct.origin,
                     {
                         (*_EXACTLY, "deviceClassName"): ct.class_origin,
-                        **{(*_EXACTLY, "selectors", i): o for i, o in enumerate(ct.selector_origins)},
+                        **{
+                            (*_EXACTLY, "selectors", i): o
+                            for i, o in enumerate(ct.selector_origins[: len(selectors)])
+                        },
                     },
                 )
             )
@@ -238,13 +248,25 @@ def render_platform(
             **_meta(co.origin, WAVE_FLAVORS),
         )
         out.append(RenderedObject(cluster.name, body, co.origin))
+    if cluster.multikueue is not None:
+        meta = _meta(cluster.multikueue.origin, WAVE_FLAVORS)
+        out.extend(multikueue.manager_objects(cluster, meta, environment()))
+    for manager in fleet.fleets_of(model, cluster.name):  # this cluster is a worker of `manager`
+        assert manager.multikueue is not None
+        frameworks = (
+            kueueconfig.build(model, manager, catalog)[0].body.get("integrations", {}).get("frameworks")
+        )
+        meta = _meta(dict(manager.multikueue.workers)[cluster.name], WAVE_CONFIG)
+        out.extend(multikueue.worker_objects(cluster, manager, list(frameworks or ()), meta, environment()))
     config, findings = kueueconfig.build(model, cluster, catalog)
     argocd_namespace = hub.namespace(model.platform, cluster)
     out.extend(_deliver_config(cluster, config, argocd_namespace))
     if model.platform.argocd is not None:
         settings = model.platform.argocd
         meta = _hub_meta(cluster, settings.origin, WAVE_NAMESPACED)  # after kueue-<cluster>
-        app = hub.spoke_application(settings, cluster, meta, argocd_namespace)
+        app = multikueue.with_automated_quota(
+            cluster, hub.spoke_application(settings, cluster, meta, argocd_namespace)
+        )
         out.append(
             RenderedObject(cluster.name, app, settings.origin, {("spec", "destination"): cluster.origin})
         )
