@@ -264,7 +264,11 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
         print(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
     derived = _derived_files(result.model)
     _stale_files(root, derived)  # refuses linked paths before anything is written
-    changed = swap.write_trees(root, parent, trees, prune=cluster is None)
+    try:
+        changed = swap.write_trees(root, parent, trees, prune=cluster is None)
+    except swap.Unremoved as exc:  # the new tree is in place; the old one waits for removal by hand
+        changed = exc.changed
+        _print_findings(exc.warnings(), fmt)
     changed += _write_files(root, derived)
     print(f"rendered {sum(len(t) for t in trees.values())} files; changed: {', '.join(changed) or 'nothing'}")
     return 0

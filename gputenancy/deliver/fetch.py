@@ -14,8 +14,6 @@ and verified against the lock.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -172,13 +170,14 @@ def _install(schemas: Path, fresh: dict[str, dict[str, bytes]]) -> None:
     ignore = schemas / ".gitignore"
     if not ignore.exists():
         ignore.write_text("# written by `python pipeline.py schemas fetch`\n*\n", encoding="utf-8")
-    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=schemas))
+    staging = interrupt.mkdtemp(".fetch-", schemas)
     try:
         for version, files in fresh.items():
             for name, data in files.items():
                 path = staging / "new" / version / name
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
+        interrupt.checkpoint("installing")
         (staging / "old").mkdir()
         for version in fresh:
             target = releases.version_dir(schemas, version)
@@ -187,7 +186,7 @@ def _install(schemas: Path, fresh: dict[str, dict[str, bytes]]) -> None:
                 target.rename(staging / "old" / version)
             (staging / "new" / version).rename(target)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        interrupt.rmtree(staging)
 
 
 def command(

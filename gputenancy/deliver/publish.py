@@ -20,7 +20,6 @@ import os
 import random
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -28,7 +27,7 @@ from typing import Any
 
 import git
 
-from gputenancy import engine, report
+from gputenancy import engine, interrupt, report
 from gputenancy.build import output, swap
 from gputenancy.deliver import gitrepo, plan, planview
 from gputenancy.findings import PipelineError
@@ -205,9 +204,10 @@ class _Job:
         self, url: str, branch: str | None, *, dry_run: bool, tries: int, backoff: float
     ) -> Outcome:
         jitter = random.SystemRandom()
-        with tempfile.TemporaryDirectory(prefix="gputenancy-publish-") as tmp:
+        with interrupt.temporary_directory("gputenancy-publish-") as tmp:
             with gitrepo.errors(f"cloning {url}"):
-                clone = git.Repo.clone_from(url, Path(tmp) / "deploy", no_checkout=True)
+                clone = git.Repo.clone_from(url, tmp / "deploy", no_checkout=True)
+            interrupt.checkpoint("cloned")
             with clone:
                 branch = branch or _default_branch(clone)
                 for attempt in range(tries):
