@@ -79,9 +79,9 @@ def test_the_check_leaves_itself_out_of_the_suite_it_runs() -> None:
 def test_the_added_cluster_and_tenant_take_names_nobody_uses(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A repository that already has a `staging` overlay (the README's example) and a tenant named like
-    the one the check adds (and a namespace named like the next try): the check adds `staging-2` and
-`adopted-team-3`, and the result renders."""
+    """A repository that already has a `staging` overlay (the README's example), a tenant named like the
+    one the check adds and a namespace named like its next try: the check adds `staging-2` and
+    `adopted-team-3`, and the result renders."""
     tool = _tool()
     root = trees.example(tmp_path, generated=False)
     source = sorted(p.parent.name for p in (root / "overlays").glob("*/cluster.yaml"))[0]

@@ -72,7 +72,10 @@ def test_prose_has_no_raw_angle_brackets_and_reads_as_the_input(value: str) -> N
 @pytest.mark.parametrize("value", HOSTILE)
 def test_prose_renders_as_text_in_markdown_and_inside_an_html_element(value: str) -> None:
     md = MarkdownIt("commonmark")
-    for document in (f"ClusterQueue {mdsafe.text(value)}\n", f"<details><summary>{mdsafe.text(value)}</summary>\n"):
+    for document in (
+        f"ClusterQueue {mdsafe.text(value)}\n",
+        f"<details><summary>{mdsafe.text(value)}</summary>\n",
+    ):
         tokens = md.parse(document)
         inline = [t for t in tokens if t.type == "inline"]
         assert not [c for t in inline for c in t.children or [] if c.type in ("html_inline", "link_open")]
