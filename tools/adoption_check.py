@@ -8,7 +8,7 @@ command (or the pytest arguments given) in the copy, without the test that runs 
 run it again). The suite builds its own repositories (tests/fixtures/repo), so it passes whatever
 tenants/, base/ and overlays/ hold.
 
-    python tools/adoption_check.py                 # the whole suite
+    python tools/adoption_check.py                 # the whole suite (the README's command, -n 2)
     python tools/adoption_check.py tests/test_plan.py -x
 """
 
@@ -193,10 +193,10 @@ def main(argv: list[str] | None = None) -> int:
             if run(root, *step) != 0:
                 print(f"adoption check: `{' '.join(step)}` failed", file=sys.stderr)
                 return 1
-        # test_adoption runs this check itself: in the copy, the suite leaves it out (no recursion)
-        code = run(
-            root, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args, "--deselect", SELF_TEST
-        )
+        # the README's test command (-n 2), or the arguments given; test_adoption runs this check
+        # itself: in the copy, the suite leaves it out (no recursion)
+        selection = pytest_args or ["-n", "2"]
+        code = run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", *selection, "--deselect", SELF_TEST)
         print(f"adoption check: the test suite {'passed' if code == 0 else f'failed (exit {code})'}")
         return code
     finally:
