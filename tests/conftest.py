@@ -21,22 +21,14 @@ from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parent.parent
 
-settings.register_profile(
-    "ci",
-    derandomize=True,
-    database=None,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile(
-    "explore",
-    derandomize=False,
-    database=None,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+_QUIET = {  # both profiles: no example database, no deadline (a loaded machine is slow, not wrong)
+    "database": None,
+    "deadline": None,
+    "print_blob": True,
+    "suppress_health_check": [HealthCheck.too_slow],
+}
+settings.register_profile("ci", derandomize=True, **_QUIET)
+settings.register_profile("explore", derandomize=False, **_QUIET)
 settings.load_profile(os.environ.get("GPUTENANCY_HYPOTHESIS", "ci"))
 
 
