@@ -483,7 +483,9 @@ def test_a_signal_that_arrives_during_the_swap_undoes_it(tmp_path: Path) -> None
     new = {"a": {"k/x.yaml": b"a: 2\n"}, "b": {"k/y.yaml": b"b: 2\n"}}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     try:
-        os.kill(os.getpid(), signal.SIGTERM)
+        # to this thread, which blocks it: a signal to the process could go to another thread of the
+        # test runner (an xdist worker's), whose default action ends the process
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
         with pytest.raises(InterruptedError):
             swap.write_trees(tmp_path, parent, new, prune=True)
         assert snapshot(parent) == before
