@@ -34,13 +34,13 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gputenancy.common import fastyaml, proc
+from gputenancy.common import fastyaml, proc, timing
 from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.common.objects import ObjectKey, RenderedObject, key_of, to_yaml
 from gputenancy.inputs import confine, kustomizations
@@ -155,10 +155,14 @@ class Stage:
     """The staging tree of one cluster: base/ and the overlay copied once, so what kustomize reads is
     fixed for the build and can be hashed (`digest`). Use as a context manager."""
 
-    def __init__(self, root: Path, cluster: str) -> None:
+    def __init__(self, root: Path, cluster: str, *, lap: Callable[[str], None] = timing.no_lap) -> None:
+        """`lap`: the run's clock, lapped after the confinement walk ("boundary") and after the
+        kustomizations are read and checked ("kustomizations")."""
         base, problems = confine.walk(root, "base")
         overlay, more = confine.walk(root, f"overlays/{cluster}")
+        lap("boundary")
         problems += more + kustomizations.check(root, cluster)
+        lap("kustomizations")
         if problems:
             raise PipelineError(problems)
         self.cluster = cluster
@@ -171,6 +175,7 @@ class Stage:
             self._tmp.cleanup()
             raise
         self.component = (self.overlay / TENANT_COMPONENT / "kustomization.yaml").is_file()
+        lap("boundary")
 
     @property
     def overlay(self) -> Path:
