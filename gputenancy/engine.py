@@ -58,7 +58,8 @@ class ClusterResult:
 @dataclasses.dataclass(frozen=True)
 class Stats:
     """What a run did. `hits`/`misses` count (tenant, cluster) cache lookups, `platform_hits`/
-    `platform_misses` those of platform-layer reports; `rendered` lists the (cluster, tenant) pairs
+    `platform_misses` those of platform-layer reports, `overlay_hits`/`overlay_misses` those of the
+    overlays' kustomize output; `rendered` lists the (cluster, tenant) pairs
     rendered, built and validated in this run; `corrupt` counts cache entries found but not usable;
     `seconds` is wall time per stage (load = reading inputs; rules = the model rules; boundary = the
     files kustomize may read, confined and staged; kustomizations = every kustomization read and its
@@ -78,6 +79,8 @@ class Stats:
     platform_hits: int = 0
     platform_misses: int = 0
     cpu: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    overlay_hits: int = 0
+    overlay_misses: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +157,7 @@ class _Cluster:
     kustomized: bool
     key: str | None  # of the cluster (None: no cache for its tenants)
     results: memo.Memo[memo.Finished]
+    overlay_key: str | None  # of the overlay's build, to store its output (None: nothing to store)
 
 
 def _run(
@@ -179,7 +183,7 @@ def _run(
         return Result(model, {}, tuple(sorted(set(findings))), (), _Stats(store, clock).done())
     catalog = rules.effective_catalog(model)
     keys = _Keys(store, kustomize, catalog)
-    stats = _Stats(store, clock, platforms=memo.platform(store))
+    stats = _Stats(store, clock, platforms=memo.platform(store), overlays=memo.overlay(store))
     built_memo = memo.built(store)
     notes: list[str] = []
     results: dict[str, ClusterResult] = {}
@@ -216,12 +220,20 @@ def _run(
             looked_up = {i: results_of.lookup(k) for i, k in enumerate(tenant_keys)}
             finished = {i: done for i, done in looked_up.items() if done is not None}
             clock.lap("cache")
-            # 4. build: kustomize starts on each shard as soon as it is full
-            running = (
-                stage.begin(platform, pool, shard_size=shard_size)
-                if stage is not None
-                else build.Build(None, platform)
-            )
+            # 4. build: kustomize starts on each shard as soon as it is full; the overlay's output
+            # comes from the memo when neither the staged files nor the platform layer changed
+            overlay_key = None  # kept: the overlay is built in this run, its output to be stored
+            if stage is not None:
+                layer = build.layer_files(platform)
+                overlay_key = memo.overlay_key(cluster_key, layer) if cluster_key else None
+                output_before = stats.overlays.lookup(overlay_key) if overlay_key else None
+                if output_before is not None:
+                    overlay_key = None
+                running = stage.begin(
+                    platform, pool, shard_size=shard_size, layer=layer, overlay_output=output_before
+                )
+            else:
+                running = build.Build(None, platform)
             groups = {
                 i: running.add(render_tenant(t, c, catalog))
                 for i, t in enumerate(tenants)
@@ -241,6 +253,7 @@ def _run(
                     stage is not None,
                     cluster_key,
                     results_of,
+                    overlay_key,
                 )
             )
             clock.lap("render")
@@ -296,6 +309,8 @@ def _finish(
 
     name = p.cluster.name
     platform = p.running.platform()
+    if p.overlay_key and p.running.overlay_output is not None:
+        stats.overlays.store(p.overlay_key, p.running.overlay_output)
     clock.lap("kustomize")
     platform_files, tree_problems = output.files_of(platform)
     clock.lap("serialise")
@@ -411,6 +426,7 @@ class _Stats:
     store: Cache | None
     clock: timing.Clock
     platforms: memo.Memo[memo.PlatformReport] = dataclasses.field(default_factory=lambda: memo.platform(None))
+    overlays: memo.Memo[str] = dataclasses.field(default_factory=lambda: memo.overlay(None))
     rendered: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     hits: int = 0
     misses: int = 0
@@ -436,4 +452,6 @@ class _Stats:
             self.platforms.hits,
             self.platforms.misses,
             dict(self.clock.cpu),
+            self.overlays.hits,
+            self.overlays.misses,
         )

@@ -82,12 +82,18 @@ def _kustomization(resources: Sequence[str], components: Sequence[str] = ()) -> 
     return yaml.safe_dump(kustomization, sort_keys=False)
 
 
-def _write_layer(directory: Path, objects: Sequence[RenderedObject]) -> None:
+def layer_files(objects: Sequence[RenderedObject]) -> dict[str, str]:
+    """The files of the platform layer (`PLATFORM_DIR` in the overlay) as kustomize reads them."""
+    return {
+        "objects.yaml": "---\n".join(to_yaml(o.body) for o in objects),
+        "kustomization.yaml": _kustomization(["objects.yaml"] if objects else []),
+    }
+
+
+def _write_layer(directory: Path, files: Mapping[str, str]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "objects.yaml").write_text("---\n".join(to_yaml(o.body) for o in objects), encoding="utf-8")
-    (directory / "kustomization.yaml").write_text(
-        _kustomization(["objects.yaml"] if objects else []), encoding="utf-8"
-    )
+    for name, text in files.items():
+        (directory / name).write_text(text, encoding="utf-8")
 
 
 def _command() -> list[str]:
@@ -212,9 +218,13 @@ class Stage:
         pool: concurrent.futures.Executor,
         *,
         shard_size: int = SHARD_SIZE,
+        layer: Mapping[str, str] | None = None,
+        overlay_output: str | None = None,
     ) -> Build:
-        """Write the platform layer and start its build; tenant groups follow with `Build.add`."""
-        return Build(self, platform, pool, shard_size)
+        """Write the platform layer (`layer`: its `layer_files`, when the caller has them) and start
+        its build, unless `overlay_output` is what kustomize printed for this overlay and layer before;
+        tenant groups follow with `Build.add`."""
+        return Build(self, platform, pool, shard_size, layer=layer, overlay_output=overlay_output)
 
 
 class Build:
@@ -233,8 +243,12 @@ class Build:
         platform: Sequence[RenderedObject],
         pool: concurrent.futures.Executor | None = None,
         shard_size: int = SHARD_SIZE,
+        *,
+        layer: Mapping[str, str] | None = None,
+        overlay_output: str | None = None,
     ) -> None:
-        """Without a stage nothing is built: objects come back as rendered (`--no-kustomize`)."""
+        """Without a stage nothing is built: objects come back as rendered (`--no-kustomize`).
+        `overlay_output`: the overlay's build output from before (the same staged files and layer)."""
         self._stage, self._pool = stage, pool
         self._component = stage is not None and stage.component
         cluster = stage.cluster if stage is not None else ""
@@ -243,10 +257,13 @@ class Build:
         self._rendered_platform = list(platform)
         self._platform_job: concurrent.futures.Future[tuple[str, float]] | None = None
         self._built_platform: list[RenderedObject] | None = None
+        self.overlay_output: str | None = overlay_output
+        """kustomize's output for the overlay, once `platform` has it."""
         if stage is not None:
             assert pool is not None, "a build needs a pool"
-            _write_layer(stage.overlay / PLATFORM_DIR, platform)
-            self._platform_job = pool.submit(self._job, stage.overlay)
+            _write_layer(stage.overlay / PLATFORM_DIR, layer or layer_files(platform))
+            if overlay_output is None:
+                self._platform_job = pool.submit(self._job, stage.overlay)
         else:
             self._built_platform = self._rendered_platform
         self._packer = _Packer(max(1, shard_size))
@@ -325,13 +342,17 @@ class Build:
     def platform(self) -> list[RenderedObject]:
         """The overlay's built objects (the platform layer and anything the overlay adds)."""
         if self._built_platform is None:
-            assert self._platform_job is not None and self._stage is not None
-            try:
-                text, seconds = self._platform_job.result()
-            except BaseException:
-                self.cancel()
-                raise
-            self.seconds += seconds
+            assert self._stage is not None
+            text = self.overlay_output
+            if text is None:
+                assert self._platform_job is not None
+                try:
+                    text, seconds = self._platform_job.result()
+                except BaseException:
+                    self.cancel()
+                    raise
+                self.seconds += seconds
+                self.overlay_output = text
             self._built_platform = _reattach(
                 self._stage.cluster, _objects(text), self._rendered_platform, self._fallback
             )
