@@ -185,6 +185,7 @@ def _run(
     keys = _Keys(store, kustomize, catalog)
     stats = _Stats(store, clock, platforms=memo.platform(store), overlays=memo.overlay(store))
     built_memo = memo.built(store)
+    records = _Records()
     notes: list[str] = []
     results: dict[str, ClusterResult] = {}
     with contextlib.ExitStack() as stack:
@@ -216,7 +217,9 @@ def _run(
             clock.lap("boundary")  # the staged files' and CRDs' digests
             tenants = model.tenants_on(name)
             results_of = memo.tenants(store, cluster_key, name)
-            tenant_keys = [memo.tenant_key(cluster_key, t) if cluster_key else "" for t in tenants]
+            tenant_keys = [
+                memo.tenant_key(cluster_key, records.of(t)) if cluster_key else "" for t in tenants
+            ]
             looked_up = {i: results_of.lookup(k) for i, k in enumerate(tenant_keys)}
             finished = {i: done for i, done in looked_up.items() if done is not None}
             clock.lap("cache")
@@ -417,6 +420,20 @@ class _Keys:
             crd_dir=str(crd_dir),
             crd_files=cachekey.tree_digest(crd_dir) if crd_dir is not None else "",
         )
+
+
+class _Records:
+    """Each tenant's record as text (`repr`, a cache-key ingredient), made once per run however many
+    clusters the tenant is placed on."""
+
+    def __init__(self) -> None:
+        self._text: dict[int, tuple[Tenant, str]] = {}  # by id(), the record kept alive with it
+
+    def of(self, tenant: Tenant) -> str:
+        found = self._text.get(id(tenant))
+        if found is None:
+            found = self._text[id(tenant)] = (tenant, repr(tenant))
+        return found[1]
 
 
 @dataclasses.dataclass

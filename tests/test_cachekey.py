@@ -215,6 +215,8 @@ def _kustomize_run(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
             "tool.mtime",
             "platform.platform_objects",  # the overlay's transformers no longer apply
             "overlay.platform_layer",  # no overlay is built
+            "source.path",  # nor are kustomizations read (each content parsed once, as a source file)
+            "source.file_bytes",
         }
     )
 
@@ -234,7 +236,8 @@ def _staged_files(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     assert after.stats.misses == world.placements(after, cluster)
     assert after.stats.hits == world.placements(after) - after.stats.misses
     assert (after.stats.platform_hits, after.stats.platform_misses) == (len(after.model.clusters) - 1, 1)
-    assert _moved(before, world.seen()) == {"cluster.staged_files"}
+    # the kustomization is parsed again: its content is new (`inputs.kustomizations`)
+    assert _moved(before, world.seen()) == {"cluster.staged_files", "source.file_bytes"}
 
 
 @checks("platform_objects")

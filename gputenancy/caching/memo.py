@@ -128,8 +128,9 @@ def built_key(cluster_key: str, tenant_keys: Sequence[str]) -> str:
     return cachekey.key("built", cluster=cluster_key, tenant=cachekey.digest(*tenant_keys))
 
 
-def tenant_key(cluster_key: str, tenant: object) -> str:
-    return cachekey.key("tenant", cluster=cluster_key, tenant_record=repr(tenant))
+def tenant_key(cluster_key: str, record: str) -> str:
+    """`record`: the tenant's record as loaded, `repr(Tenant)` (made once per tenant and run)."""
+    return cachekey.key("tenant", cluster=cluster_key, tenant_record=record)
 
 
 def platform_key(cluster_key: str, objects: Sequence[RenderedObject]) -> str | None:
