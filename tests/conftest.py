@@ -4,7 +4,12 @@ The reference data (Kueue CRDs and feature gates, Kubernetes schemas, Argo CD CR
 is found at $GPUTENANCY_SHARED, or ../shared beside the checkout. Every test that reads it asks for the
 `shared` fixture, which fails under CI when the data is missing and skips otherwise. The product's own
 option for Kueue CRDs (`--schemas`, $GPUTENANCY_SCHEMAS) is cleared for every test, so a test never
-passes or fails because of how the shell running it is configured."""
+passes or fails because of how the shell running it is configured.
+
+Hypothesis runs under a profile registered here. The default, "ci", is deterministic: derandomized
+(the examples are a function of the test alone), no example database, no deadline, so the suite gives
+the same result on every run and every machine. `GPUTENANCY_HYPOTHESIS=explore` draws fresh examples
+on each run, for looking for new counterexamples (docs/testing.md)."""
 
 from __future__ import annotations
 
@@ -12,8 +17,19 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parent.parent
+
+_QUIET = {  # both profiles: no example database, no deadline (a loaded machine is slow, not wrong)
+    "database": None,
+    "deadline": None,
+    "print_blob": True,
+    "suppress_health_check": [HealthCheck.too_slow],
+}
+settings.register_profile("ci", derandomize=True, **_QUIET)
+settings.register_profile("explore", derandomize=False, **_QUIET)
+settings.load_profile(os.environ.get("GPUTENANCY_HYPOTHESIS", "ci"))
 
 
 def shared_dir() -> Path:

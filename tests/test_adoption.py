@@ -4,11 +4,28 @@ tests still pass. tools/adoption_check.py runs the whole suite that way; here a 
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
+from types import ModuleType
 
+import pytest
 import trees
+
+from gputenancy.cli.app import main
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "adoption_check", trees.REPO / "tools" / "adoption_check.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_the_suite_passes_after_a_team_changes_tenants_and_overlays() -> None:
@@ -49,3 +66,41 @@ def test_no_test_reads_the_live_example_content() -> None:
             continue
         offenders += [f"{path.name}: {m.group(0)}" for m in live.finditer(text)]
     assert offenders == []
+
+
+def test_the_check_leaves_itself_out_of_the_suite_it_runs() -> None:
+    """No recursion: the check deselects, in its copy, exactly the test that runs the check."""
+    tool = _tool()
+    path, _, name = tool.SELF_TEST.partition("::")
+    assert (trees.REPO / path).resolve() == Path(__file__).resolve()
+    assert name == test_the_suite_passes_after_a_team_changes_tenants_and_overlays.__name__
+
+
+def test_the_added_cluster_and_tenant_take_names_nobody_uses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A repository that already has a `staging` overlay (the README's example), a tenant named like the
+    one the check adds and a namespace named like its next try: the check adds `staging-2` and
+    `adopted-team-3`, and the result renders."""
+    tool = _tool()
+    root = trees.example(tmp_path, generated=False)
+    source = sorted(p.parent.name for p in (root / "overlays").glob("*/cluster.yaml"))[0]
+    shutil.copytree(root / "overlays" / source, root / "overlays" / "staging")
+    trees.edit(
+        root, "overlays/staging/cluster.yaml", lambda c: c.update(name="staging", argocd={"name": "staging"})
+    )
+    first = sorted((root / "tenants").glob("*.yaml"))[0]
+    body = trees.read(root, f"tenants/{first.name}")
+    body.update(name="adopted-team", owners=["@acme/adopted-team"])
+    body["namespaces"] = [*body["namespaces"], "adopted-team-2"]  # the next name is taken too
+    first.unlink()
+    trees.write(root, "tenants/adopted-team.yaml", body)
+    assert main(["--root", str(root), "--no-cache", "render"]) == 0, capsys.readouterr().out
+    names = tool._names(root)
+    assert {"staging", "adopted-team", "adopted-team-2"} <= names
+    cluster, team = tool.adopt(root)
+    assert (cluster, team) == ("staging-2", "adopted-team-3")
+    assert trees.read(root, "overlays/staging-2/cluster.yaml")["name"] == "staging-2"
+    assert trees.read(root, "tenants/adopted-team-3.yaml")["clusters"][-1] == "staging-2"
+    assert main(["--root", str(root), "--no-cache", "render"]) == 0, capsys.readouterr().out
+    assert (root / "generated" / "staging-2").is_dir() and (root / "generated" / "staging").is_dir()

@@ -18,7 +18,7 @@ from typing import Any
 
 import repokit as s
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputenancy import engine
@@ -46,42 +46,58 @@ FLAVORS = ("h100", "a100")
 CLUSTERS = ("east", "west")
 
 
+def _budget(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Budgets on one or two flavors, each on one or two classes (one class per quota resource:
+    budget_duplicate_resource refuses the same one twice in a flavor)."""
+    budgets = []
+    for flavor in draw(st.lists(st.sampled_from(FLAVORS), min_size=1, max_size=2, unique=True)):
+        classes = draw(st.lists(st.sampled_from(CLASSES), min_size=1, max_size=2, unique=True))
+        by_resource = {RESOURCE[c]: c for c in classes}
+        devices = {c: draw(st.integers(1, 2)) for c in by_resource.values()}
+        budgets.append({"flavor": flavor, "devices": devices, "resources": s.POD})
+    return budgets
+
+
+def _resources(budgets: list[dict[str, Any]]) -> set[str]:
+    return {RESOURCE[c] for b in budgets for c in b["devices"]}
+
+
+def budgets_on(tenant: Mapping[str, Any], cluster: str) -> list[dict[str, Any]]:
+    """The tenant's budgets on `cluster`: its per-cluster override, else its default."""
+    budgets: dict[str, Any] = tenant["budgets"]
+    return list(budgets.get("clusters", {}).get(cluster, budgets["default"]))
+
+
 @st.composite
 def fleets(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """2-4 tenants, each with budgets on one or two flavors and 1-3 claim templates on classes of the
-    quota resources it budgets (on any class in a quarter of the fleets)."""
+    """2-4 tenants on one or both clusters, each with budgets on one or two flavors (in a third of
+    the tenants, other budgets on one cluster than on the other) and 0-3 claim templates on classes of
+    the quota resources it budgets on every cluster it is placed on (on any class in a quarter of the
+    fleets)."""
     count = draw(st.integers(2, 4))
     uncovered = draw(st.integers(0, 3)) == 0  # a quarter of the fleets may claim what they do not budget
     tenants = []
     for i in range(count):
-        flavors = draw(st.lists(st.sampled_from(FLAVORS), min_size=1, max_size=2, unique=True))
-        budgets = []
-        budgeted: set[str] = set()
-        for flavor in flavors:
-            classes = draw(st.lists(st.sampled_from(CLASSES), min_size=1, max_size=2, unique=True))
-            # one quota resource once per flavor: budget_duplicate_resource refuses the same one twice
-            by_resource = {RESOURCE[c]: c for c in classes}
-            devices = {c: draw(st.integers(1, 2)) for c in by_resource.values()}
-            budgeted |= set(devices)
-            budgets.append({"flavor": flavor, "devices": devices, "resources": s.POD})
-        have = {RESOURCE[c] for c in budgeted}
+        clusters = draw(st.lists(st.sampled_from(CLUSTERS), min_size=1, max_size=2, unique=True))
+        budgets: dict[str, Any] = {"default": _budget(draw)}
+        if draw(st.integers(0, 2)) == 0:
+            budgets["clusters"] = {draw(st.sampled_from(clusters)): _budget(draw)}
+        lists = [budgets.get("clusters", {}).get(c, budgets["default"]) for c in clusters]
+        everywhere = set.intersection(*(_resources(b) for b in lists))
+        declared = [budgets["default"], *budgets.get("clusters", {}).values()]
+        budgeted = {c for b in declared for fb in b for c in fb["devices"]}
         namespaces = [f"t{i}-ns{n}" for n in range(draw(st.integers(1, 2)))]
+        # any class on a quota resource budgeted wherever the tenant is: often not the class the budget names
+        choices = CLASSES if uncovered else [c for c in CLASSES if RESOURCE[c] in everywhere]
         claims = []
-        for n in range(draw(st.integers(1, 3))):
-            # any class on a budgeted quota resource: often not the class the budget names
-            choices = CLASSES if uncovered else [c for c in CLASSES if RESOURCE[c] in have]
+        for n in range(draw(st.integers(1, 3)) if choices else 0):
             claim: dict[str, Any] = {"name": f"claim-{n}", "deviceClass": draw(st.sampled_from(choices))}
             if len(namespaces) > 1 and draw(st.booleans()):
                 claim["namespaces"] = [draw(st.sampled_from(namespaces))]
             claims.append(claim)
         uses_2g = MIG_2G in budgeted or any(c["deviceClass"] == MIG_2G for c in claims)
-        body = s.tenant(
-            f"t{i}",
-            budgets,
-            namespaces=namespaces,
-            claimTemplates=claims,
-            clusters=draw(st.lists(st.sampled_from(CLUSTERS), min_size=1, max_size=2, unique=True)),
-        )
+        body = s.tenant(f"t{i}", [], namespaces=namespaces, claimTemplates=claims, clusters=clusters)
+        body["budgets"] = budgets
         if uses_2g or draw(st.booleans()):
             body["deviceClasses"] = [DECLARED]
         tenants.append(body)
@@ -138,15 +154,29 @@ def chain_breaks(
 
 
 def _uncovered(tenants: list[dict[str, Any]]) -> bool:
-    """Some claim asks for a quota resource its tenant budgets nowhere (claim-coverage refuses it)."""
-    for t in tenants:
-        have = {RESOURCE[c] for b in t["budgets"]["default"] for c in b["devices"]}
-        if any(RESOURCE[c["deviceClass"]] not in have for c in t["claimTemplates"]):
-            return True
-    return False
+    """Some claim asks, on some cluster its tenant is placed on, for a quota resource the tenant's
+    budgets on that cluster do not cover (claim-coverage refuses it)."""
+    return any(
+        RESOURCE[c["deviceClass"]] not in _resources(budgets_on(t, cluster))
+        for t in tenants
+        for cluster in t["clusters"]
+        for c in t["claimTemplates"]
+    )
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+def expected_claims(tenants: list[dict[str, Any]], cluster: str) -> set[tuple[str, str]]:
+    """(namespace, name) of every claim template on `cluster`: each template in the namespaces it is
+    scoped to, else in every namespace of its tenant; a namespace may have none."""
+    return {
+        (namespace, c["name"])
+        for t in tenants
+        if cluster in t["clusters"]
+        for c in t["claimTemplates"]
+        for namespace in c.get("namespaces", t["namespaces"])
+    }
+
+
+@settings(max_examples=6)
 @given(tenants=fleets())
 def test_every_claim_reaches_a_mapped_and_covered_quota(tenants: list[dict[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,7 +194,6 @@ def test_every_claim_reaches_a_mapped_and_covered_quota(tenants: list[dict[str, 
         assert not result.failed, [f.format() for f in result.findings]
         model, _ = load_model(root)
         catalog = rules.effective_catalog(model)
-        claims = 0
         for name in CLUSTERS:
             built = [yaml.safe_load(data) for data in result.clusters[name].tree.values()]
             assert chain_breaks(built, catalog) == [], name
@@ -174,9 +203,12 @@ def test_every_claim_reaches_a_mapped_and_covered_quota(tenants: list[dict[str, 
                 o.body for t in model.tenants_on(name) for o in render.render_tenant(t, cluster, catalog)
             ]
             assert chain_breaks(rendered, catalog) == [], name
-            claims += sum(b["kind"] == "ResourceClaimTemplate" for b in built)
-        placed = sum(len(t["namespaces"]) for t in tenants for _ in t["clusters"])
-        assert claims >= placed  # every namespace on every cluster got its claims
+            placed = {
+                (b["metadata"]["namespace"], b["metadata"]["name"])
+                for b in built
+                if b["kind"] == "ResourceClaimTemplate"
+            }
+            assert placed == expected_claims(tenants, name), name  # every claim where it belongs, only there
 
 
 def test_the_property_sees_a_broken_chain(tmp_path: Path) -> None:
@@ -215,15 +247,16 @@ def test_the_property_sees_a_broken_chain(tmp_path: Path) -> None:
 def test_the_fleets_reach_both_outcomes_and_claims_off_the_budgeted_class() -> None:
     """The generator is not degenerate: most fleets pass, some are refused, and claims on a class the
     budget does not name (but whose quota resource it covers) are common."""
-    seen = {"refused": 0, "passed": 0, "other-class": 0}
+    seen = {"refused": 0, "passed": 0, "other-class": 0, "per-cluster": 0}
 
-    @settings(max_examples=30, deadline=None, database=None)
+    @settings(max_examples=100)
     @given(tenants=fleets())
     def tally(tenants: list[dict[str, Any]]) -> None:
         seen["refused" if _uncovered(tenants) else "passed"] += 1
         for t in tenants:
             named = {c for b in t["budgets"]["default"] for c in b["devices"]}
             seen["other-class"] += any(c["deviceClass"] not in named for c in t["claimTemplates"])
+            seen["per-cluster"] += "clusters" in t["budgets"]
 
     tally()
-    assert seen["passed"] > seen["refused"] > 0 and seen["other-class"] > 5, seen
+    assert seen["passed"] > seen["refused"] > 0 and seen["other-class"] > 5 and seen["per-cluster"] > 5, seen

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import trees
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench import fleet
@@ -140,7 +140,7 @@ _VALUES = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(_VALUES, st.booleans())
 def test_any_loaded_document_survives_an_entry(value: Any, flow: bool) -> None:
     text = yaml.safe_dump(value, default_flow_style=flow, allow_unicode=True, sort_keys=False)

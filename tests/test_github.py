@@ -299,7 +299,7 @@ def test_a_long_plan_is_cut_with_a_note_and_closed_markup(
     ), "cut at a line boundary"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     text=st.text(alphabet=st.characters(codec="utf-8"), max_size=400),
     limit=st.integers(min_value=0, max_value=300),

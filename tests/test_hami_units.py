@@ -9,7 +9,7 @@ from pathlib import Path
 import hamitree
 import pytest
 import trees
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputenancy import engine
@@ -142,7 +142,7 @@ def test_template_charge_is_per_vgpu_times_vgpus(vgpus: int, mib: int, cores: in
     assert t.charge() == (vgpus, vgpus * mib, vgpus * cores)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(
     st.integers(0, 40000),
     st.integers(0, 40000),

@@ -37,7 +37,7 @@ BSI = Format.BINARY_SI
 DEXP = Format.DECIMAL_EXPONENT
 MOST_NEGATIVE = -(2**63)
 
-SETTINGS = settings(max_examples=200, deadline=None, database=None)
+SETTINGS = settings(max_examples=200)
 
 
 def dec(mantissa: int, exponent: int) -> Decimal:

@@ -64,7 +64,7 @@ def _through_kustomize(values: list[str]) -> list[object]:
     return [r["nominalQuota"] for r in flavors]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(st.lists(quantity_text, min_size=1, max_size=30))
 def test_canonical_quantities_survive_kustomize(texts: list[str]) -> None:
     values = [_canonical(t) for t in texts]

@@ -58,7 +58,9 @@ def reference(
 
 def test_fleet_is_a_realistic_mix(fleet_root: Path, reference: Any) -> None:
     tree, findings, _ = reference
-    assert findings == []
+    # notes only: clusters without a device inventory, and the draining tenants' queues not judged
+    assert [f for f in findings if ": note: " not in f] == []
+    assert {f.rsplit("(", 1)[1] for f in findings} <= {"claim-devices)", "claim-admissible)"}
     assert set(tree) == {"us-east", "eu-west", "ap-south"}
     kinds = {path.split("/")[0] for t in tree.values() for path in t}
     assert {"clusterqueue", "localqueue", "resourceclaimtemplate", "deviceclass", "cohort"} <= kinds

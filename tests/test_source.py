@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
@@ -787,7 +787,7 @@ YAMLISH = st.text(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(st.one_of(st.text(), st.binary(), YAMLISH))
 def test_load_text_returns_document_or_pipeline_error(content: str | bytes) -> None:
     try:
@@ -814,7 +814,7 @@ PLAIN_DATA = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(st.dictionaries(PLAIN_TEXT, PLAIN_DATA, min_size=1, max_size=4), st.booleans())
 def test_safe_dump_round_trip(data: dict[str, Any], flow: bool) -> None:
     text = yaml.safe_dump(data, default_flow_style=flow, sort_keys=False)

@@ -146,9 +146,11 @@ def test_leftovers_of_a_killed_run_are_reported_by_check_and_cleaned_by_render(
     assert run(capsys, root, "check")[0] == 0
 
 
-def test_a_failed_removal_of_the_old_tree_is_an_error(
+def test_a_failed_removal_of_the_old_tree_is_a_warning_of_render_and_an_error_of_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """render's job is done when the new tree is in place: it warns about the old one and exits 0;
+    check fails on the leftover until it is removed."""
     root = trees.example(tmp_path)
     assert run(capsys, root, "render")[0] == 0
     add_tenant(root, "extra")
@@ -157,12 +159,13 @@ def test_a_failed_removal_of_the_old_tree_is_an_error(
     lock(stuck)
     try:
         rc, text = run(capsys, root, "render")
-        assert rc == 1
+        assert rc == 0, text
         assert re.search(
-            r"generated/\.old-[^:]+: error: cannot remove generated/\.old-\S+ \(.*\); remove it by hand"
-            r" \(generated-cleanup\)",
+            r"generated/\.old-[^:]+: warning: the new tree is in place, but cannot remove generated/\.old-\S+"
+            r" \(.*\); remove it by hand; `check` fails until it is gone \(generated-cleanup\)",
             text,
-        )
+        ), text
+        assert "rendered " in text and "changed: prod" in text
         # the new tree is in place whole; the old one waits to be removed
         assert (root / "generated" / "prod" / "clusterqueue" / "extra.yaml").is_file()
         rc, text = run(capsys, root, "check")
@@ -372,6 +375,8 @@ def test_tenant_strings_cannot_hijack_the_markdown_plan(
 
     def allow_overcommit(data: dict[str, Any]) -> None:
         data["overcommit"] = True  # the claim below needs a budget; capacity is not what is tested
+        for entry in data["capacity"]:  # nor which devices the selectors below would find (claim-devices)
+            entry.pop("inventory", None)
 
     trees.edit(root, "overlays/prod/cluster.yaml", allow_overcommit)
 
@@ -480,7 +485,9 @@ def test_a_signal_that_arrives_during_the_swap_undoes_it(tmp_path: Path) -> None
     new = {"a": {"k/x.yaml": b"a: 2\n"}, "b": {"k/y.yaml": b"b: 2\n"}}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     try:
-        os.kill(os.getpid(), signal.SIGTERM)
+        # to this thread, which blocks it: a signal to the process could go to another thread of the
+        # test runner (an xdist worker's), whose default action ends the process
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
         with pytest.raises(InterruptedError):
             swap.write_trees(tmp_path, parent, new, prune=True)
         assert snapshot(parent) == before

@@ -649,7 +649,7 @@ _shaped = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(spec=_shaped | _json)
 def test_rules_never_raise_on_malformed_objects(spec: Any) -> None:
     for rule in RULES:

@@ -1,12 +1,14 @@
 """What a platform team adopting the repository does first, then the test suite.
 
 Copies this checkout (its tracked and untracked, not ignored files) to a temporary directory, edits
-the live content as a team would, whatever it holds (adds a `staging` cluster overlay copied from the
-first one, a tenant placed there, lowers one budget, removes a tenant), renders, checks, and runs the
-README's test command (or the pytest arguments given) in the copy. The suite builds its own repositories
-(tests/fixtures/repo), so it passes whatever tenants/, base/ and overlays/ hold.
+the live content as a team would, whatever it holds (adds a cluster overlay copied from the first one,
+named `staging` or, when the repository already has one, `staging-2`, ...; a tenant placed there under
+a name nobody uses; lowers one budget, removes a tenant), renders, checks, and runs the README's test
+command (or the pytest arguments given) in the copy, without the test that runs this check (which would
+run it again). The suite builds its own repositories (tests/fixtures/repo), so it passes whatever
+tenants/, base/ and overlays/ hold.
 
-    python tools/adoption_check.py                 # the whole suite
+    python tools/adoption_check.py                 # the whole suite (the README's command, -n 2)
     python tools/adoption_check.py tests/test_plan.py -x
 """
 
@@ -25,6 +27,8 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
+SELF_TEST = "tests/test_adoption.py::test_the_suite_passes_after_a_team_changes_tenants_and_overlays"
+"""The test that runs this check: deselected in the copy's suite, which would otherwise run it again."""
 
 
 def files(repo: Path) -> list[str]:
@@ -90,11 +94,41 @@ def _lower_one(path: Path, tenant: dict[str, Any]) -> bool:
     return False
 
 
-def adopt(root: Path) -> None:
-    """The edits, made on whatever the repository holds: a `staging` cluster (a copy of the first
-    overlay), a new tenant placed there, a lowered budget, and a removed tenant."""
+def fresh(wanted: str, taken: set[str]) -> str:
+    """`wanted`, or `wanted-2`, `wanted-3`, ... : the first name not in `taken`."""
+    name, n = wanted, 1
+    while name in taken:
+        n += 1
+        name = f"{wanted}-{n}"
+    return name
+
+
+def _names(root: Path) -> set[str]:
+    """Every name the repository already uses for an overlay, cluster, Argo CD destination, tenant,
+    tenant file or namespace: what an added cluster or tenant must not collide with."""
+    taken = {d.name for d in (root / "overlays").iterdir()} | {p.stem for p in (root / "tenants").glob("*")}
+    for path in sorted((root / "overlays").glob("*/cluster.yaml")):
+        cluster = _load(path) or {}
+        taken |= {str(cluster.get("name")), str((cluster.get("argocd") or {}).get("name"))}
+    for path in sorted((root / "tenants").glob("*.yaml")):
+        tenant = _load(path) or {}
+        taken.add(str(tenant.get("name")))
+        taken |= {
+            str(ns if isinstance(ns, str) else (ns or {}).get("name"))
+            for ns in tenant.get("namespaces") or []
+        }
+    return taken
+
+
+def adopt(root: Path) -> tuple[str, str]:
+    """The edits, made on whatever the repository holds: a new cluster (a copy of the first overlay
+    whose budgets are plain, named `staging` unless that name is taken), a new tenant placed there, a
+    lowered budget, and a removed tenant. Returns the names of the cluster and the tenant added."""
     overlays = sorted(d.name for d in (root / "overlays").iterdir() if (d / "cluster.yaml").is_file())
     everyone = [_load(p) for p in sorted((root / "tenants").glob("*.yaml"))]
+    taken = _names(root)
+    staging = fresh("staging", taken)
+    team = fresh("adopted-team", taken | {staging})
 
     def plain(cluster: str) -> bool:  # budgets of devices and resources only (no other kinds of amounts)
         if "multiKueue" in _load(root / "overlays" / cluster / "cluster.yaml"):
@@ -105,14 +139,14 @@ def adopt(root: Path) -> None:
         )
 
     source = next((c for c in overlays if plain(c)), overlays[0])
-    shutil.copytree(root / "overlays" / source, root / "overlays/staging")
-    cluster = _load(root / "overlays/staging/cluster.yaml")
-    cluster.update(name="staging", argocd={"name": "staging"})
-    _dump(root / "overlays/staging/cluster.yaml", cluster)
+    shutil.copytree(root / "overlays" / source, root / "overlays" / staging)
+    cluster = _load(root / "overlays" / staging / "cluster.yaml")
+    cluster.update(name=staging, argocd={"name": staging})
+    _dump(root / "overlays" / staging / "cluster.yaml", cluster)
     tenants = {p: _load(p) for p in sorted((root / "tenants").glob("*.yaml"))}
-    for path, t in tenants.items():  # a tenant placed everywhere gets staging's budget from source's
+    for path, t in tenants.items():  # a tenant placed everywhere gets the new cluster's budget from source's
         if "clusters" not in t and _budget_on(t, source) is not None:
-            t["budgets"].setdefault("clusters", {})["staging"] = _budget_on(t, source)
+            t["budgets"].setdefault("clusters", {})[staging] = _budget_on(t, source)
             _dump(path, t)
     placed = [p for p, t in tenants.items() if _placed_on(t, source)]
     assert placed, f"no tenant is placed on {source}"
@@ -124,18 +158,19 @@ def adopt(root: Path) -> None:
     new = {
         "apiVersion": model["apiVersion"],
         "kind": "Tenant",
-        "name": "adopted-team",
-        "owners": ["@acme/adopted-team"],
-        "clusters": [source, "staging"],
-        "namespaces": ["adopted-team"],
+        "name": team,
+        "owners": [f"@acme/{team}"],
+        "clusters": [source, staging],
+        "namespaces": [team],
         "budgets": {"default": budget},
     }
-    _dump(root / "tenants/adopted-team.yaml", new)
+    _dump(root / "tenants" / f"{team}.yaml", new)
     changed = next((path for path in tenants if _lower_one(path, tenants[path])), None)
     assert changed is not None, "no whole device count above zero to lower in any tenant"
     others = [p for p in tenants if p not in (placed[0], changed)]
     if len(others) >= 2:  # a team leaves: its budgets are removed with its file
         others[-1].unlink()
+    return staging, team
 
 
 def run(root: Path, *argv: str) -> int:
@@ -160,7 +195,10 @@ def main(argv: list[str] | None = None) -> int:
             if run(root, *step) != 0:
                 print(f"adoption check: `{' '.join(step)}` failed", file=sys.stderr)
                 return 1
-        code = run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args)
+        # the README's test command (-n 2), or the arguments given; test_adoption runs this check
+        # itself: in the copy, the suite leaves it out (no recursion)
+        selection = pytest_args or ["-n", "2"]
+        code = run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", *selection, "--deselect", SELF_TEST)
         print(f"adoption check: the test suite {'passed' if code == 0 else f'failed (exit {code})'}")
         return code
     finally:

@@ -41,6 +41,12 @@ SWAP = "gputenancy/assemble/swap.py"
 FILES = "gputenancy/inputs/files.py"
 DOCUMENT = "gputenancy/inputs/document.py"
 YAMLBUILD = "gputenancy/inputs/yamlbuild.py"
+DRAMAPPINGS = "gputenancy/check/config/dramappings.py"
+POSTBUILD = "gputenancy/check/chain/postbuild.py"
+MANIFESTS = "gputenancy/render/manifests.py"
+MDSAFE = "gputenancy/deliver/mdsafe.py"
+RULEINDEX = "gputenancy/check/ruleindex.py"
+INTERRUPT = "gputenancy/common/interrupt.py"
 
 T_RULES = ("tests/test_boundaries.py", "tests/test_rules.py")
 T_CHAIN = ("tests/test_boundaries.py", "tests/test_chain_property.py", "tests/test_render.py")
@@ -55,6 +61,9 @@ T_OUTPUT = (
     "tests/test_publish.py::test_interrupted_write_leaves_the_directory_as_it_was",
 )
 T_SOURCE = ("tests/test_boundaries.py", "tests/test_source.py")
+T_MAPPINGS = ("tests/test_mapping_chain.py", "tests/test_chain_property.py")
+T_DOCS = ("tests/test_docs_prose.py", "tests/test_rules.py", "tests/test_trust_environment.py")
+T_SIGNALS = ("tests/test_signals.py",)
 
 MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ model rules
@@ -437,9 +446,9 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "write-staging-left",
-        OUTPUT,
-        "        shutil.rmtree(staging, ignore_errors=True)",
-        "        pass",
+        INTERRUPT,
+        "        yield path\n    finally:\n        rmtree(path)",
+        "        yield path\n    finally:\n        forget(path)",
         T_OUTPUT,
         "a failed write leaves its staging directory behind",
     ),
@@ -515,5 +524,124 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if same <= MAX_FINDINGS_PER_RULE:",
         T_SOURCE,
         "one finding more than the cap per rule is shown",
+    ),
+    # ------------------------------------------------------------------ mappings merge, claim chain per cluster
+    Mutant(
+        "mapping-duplicate-name-allowed",
+        DRAMAPPINGS,
+        "            if name in seen_names:\n",
+        "            if name in seen_names and not seen_names:\n",
+        T_MAPPINGS,
+        "two deviceClassMappings with one name (base Configuration and catalog) pass; Kueue refuses them",
+    ),
+    Mutant(
+        "merge-unsorted",
+        CONFIG,
+        'merged = sorted([*existing, *generated], key=lambda m: str(m.get("name", "")))',
+        "merged = [*existing, *generated]",
+        T_MAPPINGS,
+        "merged mappings keep their sources' order (base first) instead of name order",
+    ),
+    Mutant(
+        "built-chain-coverage-off",
+        POSTBUILD,
+        "            elif resource not in covered(cq) and not ignored:",
+        "            elif resource not in covered(cq) and not ignored and cq is None:",
+        T_MAPPINGS,
+        "after kustomize, a ClusterQueue that does not cover the claimed resource passes",
+    ),
+    Mutant(
+        "coverage-default-budget",
+        CATALOG,
+        '    """Quota resource names the tenant\'s ClusterQueue on `cluster` covers."""\n'
+        "    out: dict[str, Origin] = {}\n"
+        "    for fb in tenant.budget_for(cluster) or ():",
+        '    """Quota resource names the tenant\'s ClusterQueue on `cluster` covers."""\n'
+        "    out: dict[str, Origin] = {}\n"
+        "    for fb in tenant.default_budget or tenant.budget_for(cluster) or ():",
+        T_MAPPINGS,
+        "claim-coverage checks the default budget on every cluster, not the cluster's own",
+    ),
+    Mutant(
+        "queue-default-budget",
+        MANIFESTS,
+        "budget = tenant.budget_for(cluster.name) or ()",
+        "budget = tenant.default_budget or tenant.budget_for(cluster.name) or ()",
+        T_MAPPINGS,
+        "a ClusterQueue gets the tenant's default budget on a cluster that has its own",
+    ),
+    Mutant(
+        "claims-first-namespace",
+        MANIFESTS,
+        "for ns in ct.namespaces or namespaces:",
+        "for ns in ct.namespaces or namespaces[:1]:",
+        ("tests/test_chain_property.py",),
+        "a claim template not scoped to namespaces lands in the tenant's first namespace only",
+    ),
+    # ------------------------------------------------------------------ what people read
+    Mutant(
+        "prose-angle-brackets-raw",
+        MDSAFE,
+        r"\[\]<>!|~",
+        r"\[\]!|~",
+        T_DOCS,
+        "`<` and `>` in PR-comment prose are written raw: tags, comments and quotes open",
+    ),
+    Mutant(
+        "prose-greater-than-raw",
+        MDSAFE,
+        r"\[\]<>!|~",
+        r"\[\]<!|~",
+        T_DOCS,
+        "`>` in PR-comment prose is written raw",
+    ),
+    Mutant(
+        "rules-explain-swapped",
+        RULEINDEX,
+        "\\n\\nFails:  {d.fails}\\nPasses: {d.passes}\\n",
+        "\\n\\nFails:  {d.passes}\\nPasses: {d.fails}\\n",
+        T_DOCS,
+        "`rules ID` prints the passing example under Fails and the failing one under Passes",
+    ),
+    Mutant(
+        "rules-docstring-swapped",
+        RULEINDEX,
+        'fails.group(1) if fails else "", passes.group(1) if passes else ""',
+        'passes.group(1) if passes else "", fails.group(1) if fails else ""',
+        T_DOCS,
+        "examples documented in docstrings come out under the wrong heading",
+    ),
+    Mutant(
+        "rules-passes-runs-on",
+        RULEINDEX,
+        r"Passes:\s*(.*?)(?=\s*Fails:|$)",
+        r"Passes:\s*(.*?)(?=$)",
+        T_DOCS,
+        "a docstring's Passes example runs on into the Fails example after it",
+    ),
+    Mutant(
+        "rules-table-swapped",
+        RULEINDEX,
+        "out += [RuleDoc(*row) for row in _TABLE]",
+        "out += [RuleDoc(*row[:3], row[4], row[3]) for row in _TABLE]",
+        T_DOCS,
+        "the rule table's examples come out under the wrong heading",
+    ),
+    # ------------------------------------------------------------------ signals
+    Mutant(
+        "stop-no-sweep",
+        INTERRUPT,
+        "            if os.path.lexists(path):\n                shutil.rmtree(path, ignore_errors=True)\n",
+        "            if os.path.lexists(path) and not path:\n                shutil.rmtree(path, ignore_errors=True)\n",
+        T_SIGNALS,
+        "what a stop leaves registered (generated/.old-* after the commit point) is not removed",
+    ),
+    Mutant(
+        "stop-staging-unregistered",
+        OUTPUT,
+        'with interrupt.temporary_directory(f".staging-{os.getpid()}-", parent) as staging:',
+        'with contextlib.nullcontext(Path(__import__("tempfile").mkdtemp(prefix=".staging-", dir=parent))) as staging:',
+        T_SIGNALS,
+        "generated/.staging-* is made outside the registry and never removed",
     ),
 )

@@ -32,7 +32,6 @@ import concurrent.futures
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -40,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from gputenancy.common import fastyaml, proc, timing
+from gputenancy.common import fastyaml, interrupt, proc, timing
 from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.common.objects import ObjectKey, RenderedObject, key_of, to_yaml
 from gputenancy.inputs import confine, kustomizations
@@ -172,13 +171,12 @@ class Stage:
         if problems:
             raise PipelineError(problems)
         self.cluster = cluster
-        self._tmp = tempfile.TemporaryDirectory(prefix="gputenancy-")
-        self.path = Path(self._tmp.name)
+        self.path = interrupt.mkdtemp("gputenancy-")  # removed by `close`, or when a signal stops the run
         try:
             confine.copy(base, self.path / "base")
             confine.copy(overlay, self.overlay)
         except BaseException:
-            self._tmp.cleanup()
+            self.close()
             raise
         self.component = (self.overlay / TENANT_COMPONENT / "kustomization.yaml").is_file()
         lap("boundary")
@@ -194,7 +192,7 @@ class Stage:
         self.close()
 
     def close(self) -> None:
-        self._tmp.cleanup()
+        interrupt.rmtree(self.path)
 
     def hermetic(self) -> bool:
         """True: kustomizations that name anything outside the staged files (remote bases, paths
@@ -283,6 +281,7 @@ class Build:
     def _job(self, directory: Path) -> tuple[str, float]:
         assert self._stage is not None
         started = time.perf_counter()
+        interrupt.checkpoint("kustomize")
         text = _kustomize(directory, self._stage.path, self._blame)
         return text, time.perf_counter() - started
 

@@ -15,12 +15,10 @@ import concurrent.futures
 import contextlib
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from gputenancy.common import fastyaml
+from gputenancy.common import fastyaml, interrupt
 from gputenancy.common.findings import Finding, PipelineError, Severity
 from gputenancy.common.objects import RenderedObject, to_yaml
 from gputenancy.render import hub
@@ -172,14 +170,14 @@ def _write_files(base: str, items: Sequence[tuple[str, bytes]]) -> None:
 
 @contextlib.contextmanager
 def staged(parent: Path, trees: Mapping[str, Tree]) -> Iterator[dict[str, Path]]:
+    """parent/.staging-<pid>-*/<name> filled with each tree, removed when the block ends, however it
+    ends (a signal included: `interrupt.mkdtemp`)."""
     parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=parent))
-    try:
+    with interrupt.temporary_directory(f".staging-{os.getpid()}-", parent) as staging:
         out = {}
         for name, tree in trees.items():
             out[name] = staging / name
             out[name].mkdir()
             _fill(out[name], tree)
+        interrupt.checkpoint("staged")
         yield out
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)

@@ -5,8 +5,9 @@ and SIGTERM held back, renames each current directory (and each stale one, with 
 ``generated/.old-<pid>/`` and each staged one into place. If a rename fails, or a signal arrived
 meanwhile, the renames done so far are undone in reverse order, so the clusters are replaced all
 together or not at all; the signal is then delivered (the command line turns it into a one-line
-message). Only after that commit point is ``.old-<pid>`` removed: a removal that fails is an error
-(`generated-cleanup`), never silent litter.
+message). Only after that commit point is ``.old-<pid>`` removed: a removal that fails is reported
+(`Unremoved`, `generated-cleanup`), never silent litter; the new trees are in place then. The
+staging and old directories are made and removed through `interrupt`, so no signal leaves them.
 
 Nothing here follows a link: generated/ must be a real directory inside the repository and every
 entry of it a real directory (`generated-symlink`), so neither the swap nor pruning can reach a
@@ -17,17 +18,17 @@ SIGKILL, a power cut) are removed by the next `render` and reported by `check`
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from gputenancy.assemble import output
 from gputenancy.common import interrupt
-from gputenancy.common.findings import Finding, Origin, PipelineError
+from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
 
 LEFTOVER_PREFIXES = (".staging-", ".old-")
 
@@ -47,8 +48,11 @@ Passes: generated/ writable.
 Fails: generated/prod immutable (chattr +i) while lab and prod both change: neither is replaced.
 """,
     "generated-cleanup": """A file the swap must remove (the previous tree of a cluster, a pruned cluster,
-leftovers of an interrupted run) that cannot be removed is an error naming it, not silent litter.
-The new tree is in place when the old one could not be removed; remove the path by hand.
+leftovers of an interrupted run) that cannot be removed is reported by name, never silent litter.
+Leftovers that cannot be removed before writing are an error and nothing is written. When the
+previous tree cannot be removed after the swap, the new tree is in place: render says so in a
+warning and exits 0 (its job is done), `check` fails on the leftover (`generated-leftover`) until
+it is removed by hand; publish, which must not commit beside litter, fails.
 
 Passes: generated/ writable by the user running render.
 Fails: generated/prod/clusterqueue/a.yaml immutable (chattr +i) when prod changes.
@@ -61,6 +65,26 @@ Passes: generated/{lab,prod}.
 Fails: generated/.staging-1234/ after the render was killed.
 """,
 }
+
+
+class Unremoved(PipelineError):
+    """The swap is done (`changed` are the new trees, in place), but the previous trees could not be
+    removed: `findings` name what is left (`generated-cleanup`)."""
+
+    def __init__(self, findings: list[Finding], changed: list[str]) -> None:
+        super().__init__(findings)
+        self.changed = changed
+
+    def warnings(self) -> list[Finding]:
+        """The findings as warnings that say the new tree is in place (for `render`, whose job is done)."""
+        return [
+            dataclasses.replace(
+                f,
+                severity=Severity.WARNING,
+                message=f"the new tree is in place, but {f.message}; `check` fails until it is gone",
+            )
+            for f in self.findings
+        ]
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -206,9 +230,9 @@ def write_trees(
         return []
     parent.mkdir(parents=True, exist_ok=True)
     with output.staged(parent, {n: trees[n] for n in changed}) as staged:
-        old = Path(tempfile.mkdtemp(prefix=f".old-{os.getpid()}-", dir=parent))
         done: list[tuple[Path, Path]] = []  # renames made, in order (source, destination)
         with interrupt.deferred():
+            old = interrupt.mkdtemp(f".old-{os.getpid()}-", parent)
             try:
                 for name in sorted([*changed, *stale]):
                     target = parent / name
@@ -218,12 +242,13 @@ def write_trees(
                     if name in staged:
                         os.rename(staged[name], target)
                         done.append((staged[name], target))
+                interrupt.checkpoint("swapping")
                 if interrupt.pending():
                     raise InterruptedError("signal received during the swap")
             except BaseException as exc:
                 for source, destination in reversed(done):
                     os.rename(destination, source)
-                _remove(old, root)
+                interrupt.rmtree(old)
                 if isinstance(exc, OSError) and not isinstance(exc, InterruptedError):
                     culprit = Path(exc.filename) if exc.filename else parent
                     raise PipelineError(
@@ -236,7 +261,10 @@ def write_trees(
                         ]
                     ) from None
                 raise
-        problem = _remove(old, root)
+        interrupt.checkpoint("swapped")  # the commit point is behind: the new trees are in place
+        with interrupt.deferred():
+            problem = _remove(old, root)
+            interrupt.forget(old)
     if problem is not None:
-        raise PipelineError([problem])
+        raise Unremoved([problem], sorted([*changed, *stale]))
     return sorted([*changed, *stale])

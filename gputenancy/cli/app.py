@@ -244,15 +244,25 @@ def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str |
         return 1
     told: list[str] = []
     say: Callable[[str], object] = told.append if json_out else print
-    code = _write_or_check(root, cluster, result, say, check=check)
+    warnings: list[Finding] = []
+    code = _write_or_check(root, cluster, result, say, warnings, check=check)
     if json_out:  # what render and check say, as notes of the one JSON document
-        _print_findings(result.findings, fmt, [*result.notes, *"\n".join(told).splitlines()])
+        _print_findings([*result.findings, *warnings], fmt, [*result.notes, *"\n".join(told).splitlines()])
+    elif warnings:
+        _print_findings(warnings, fmt)
     return code
 
 
 def _write_or_check(
-    root: Path, cluster: str | None, result: engine.Result, say: Callable[[str], object], *, check: bool
+    root: Path,
+    cluster: str | None,
+    result: engine.Result,
+    say: Callable[[str], object],
+    warnings: list[Finding],
+    *,
+    check: bool,
 ) -> int:
+    """Check or write generated/; warnings of a write whose new tree is in place go to `warnings`."""
     trees = {name: c.tree for name, c in result.clusters.items()}
     parent = root / output.GENERATED
     if check:
@@ -299,7 +309,11 @@ def _write_or_check(
         say(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
     derived = _derived_files(result.model)
     _stale_files(root, derived)  # refuses linked paths before anything is written
-    changed = swap.write_trees(root, parent, trees, prune=cluster is None)
+    try:
+        changed = swap.write_trees(root, parent, trees, prune=cluster is None)
+    except swap.Unremoved as exc:  # the new tree is in place; the old one waits for removal by hand
+        changed = exc.changed
+        warnings.extend(exc.warnings())
     changed += _write_files(root, derived)
     say(f"rendered {sum(len(t) for t in trees.values())} files; changed: {', '.join(changed) or 'nothing'}")
     return 0

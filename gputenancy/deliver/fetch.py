@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 import threading
 import time
 import urllib.error
@@ -325,7 +323,7 @@ def _install(schemas: Path, fresh: dict[str, tuple[dict[str, bytes], Mapping[str
     ignore = schemas / ".gitignore"
     if not ignore.exists():
         ignore.write_text("# written by `python pipeline.py schemas fetch`\n*\n", encoding="utf-8")
-    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=schemas))
+    staging = interrupt.mkdtemp(".fetch-", schemas)
     try:
         for version, (files, entry) in fresh.items():
             for name, data in files.items():
@@ -334,6 +332,7 @@ def _install(schemas: Path, fresh: dict[str, tuple[dict[str, bytes], Mapping[str
                 path.write_bytes(data)
             record = {"lock": dict(entry), "bytes": _bytes(files)}
             (staging / "new" / version / VERIFIED).write_text(json.dumps(record, indent=1) + "\n")
+        interrupt.checkpoint("installing")
         (staging / "old").mkdir()
         for version in fresh:
             target = releases.version_dir(schemas, version)
@@ -342,7 +341,7 @@ def _install(schemas: Path, fresh: dict[str, tuple[dict[str, bytes], Mapping[str
                 target.rename(staging / "old" / version)
             (staging / "new" / version).rename(target)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        interrupt.rmtree(staging)
 
 
 def command(

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 import git
 
+from gputenancy.common import interrupt
 from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
 
 NAME = "gputenancy"
@@ -154,8 +154,8 @@ def commit_paths(
     refs/heads/<branch> from `parent` to it (compare-and-swap). Built in a temporary index, so the
     user's index and every other path keep their committed state. None when nothing differs."""
     env = {"GIT_COMMITTER_NAME": identity.name or NAME, "GIT_COMMITTER_EMAIL": identity.email or EMAIL}
-    with tempfile.TemporaryDirectory(prefix="gputenancy-index-") as tmp, errors(f"committing to {branch}"):
-        with repo.git.custom_environment(GIT_INDEX_FILE=str(Path(tmp) / "index"), **env):
+    with interrupt.temporary_directory("gputenancy-index-") as tmp, errors(f"committing to {branch}"):
+        with repo.git.custom_environment(GIT_INDEX_FILE=str(tmp / "index"), **env):
             repo.git.read_tree(parent.hexsha if parent is not None else "--empty")
             repo.git.rm("-r", "-q", "--cached", "--ignore-unmatch", "--", *pathspecs)
             present = [p for p in pathspecs if (Path(str(repo.working_tree_dir)) / p).exists()]

@@ -20,7 +20,6 @@ import os
 import random
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -30,7 +29,7 @@ import git
 
 from gputenancy import engine
 from gputenancy.assemble import output, swap
-from gputenancy.common import report
+from gputenancy.common import interrupt, report
 from gputenancy.common.findings import PipelineError
 from gputenancy.deliver import gitrepo, plan, planview
 
@@ -214,9 +213,10 @@ class _Job:
         self, url: str, branch: str | None, *, dry_run: bool, tries: int, backoff: float
     ) -> Outcome:
         jitter = random.SystemRandom()
-        with tempfile.TemporaryDirectory(prefix="gputenancy-publish-") as tmp:
+        with interrupt.temporary_directory("gputenancy-publish-") as tmp:
             with gitrepo.errors(f"cloning {url}"):
-                clone = git.Repo.clone_from(url, Path(tmp) / "deploy", no_checkout=True)
+                clone = git.Repo.clone_from(url, tmp / "deploy", no_checkout=True)
+            interrupt.checkpoint("cloned")
             with clone:
                 branch = branch or _default_branch(clone)
                 for attempt in range(tries):
