@@ -9,9 +9,12 @@ For each fleet size N (written by `bench.fleet`, seed 1) it times, each in a fre
     plan (no change) render from the warm cache and compare with generated/
     plan (one edit)  the same after changing one tenant (its first claim template's count)
 
-and, in the same run, the naive baseline: one `kustomize build` (or `kubectl kustomize`) of all the
-objects of generated/ in one directory (names made unique across clusters) with the tenant
-Component's label transformer, stopped after --baseline-cap seconds (shown as "> cap"). Wall times
+and, in the same run, the naive baseline: one `kustomize build` (or `kubectl kustomize`) per cluster of
+that cluster's objects of generated/ with the tenant Component's label transformer (`--baseline one`:
+one build of all of them, names made unique across clusters), stopped after --baseline-cap seconds
+(shown as "> cap"). Each stage the engine laps is reported with its wall and CPU seconds (the Python
+process and the kustomize processes it collected; `GPUTENANCY_TIMING=1` in the measured process,
+`gputenancy.common.timing`), and the load average before and after the run. Wall times
 are measured around each process (interpreter start-up included); stage times come from the
 engine's `Result.stats`; peak memory is the largest resident set of the measured Python process
 (`ru_maxrss`). The tables are printed as Markdown, ready for docs/performance.md. Nothing here is a
@@ -48,6 +51,21 @@ LABELS = {
     "plan-edit": "plan (one edit)",
 }
 STAGES = ("load", "render", "kustomize", "validate", "write")
+STAGE_NAMES = {
+    "load": "load inputs",
+    "rules": "model rules",
+    "boundary": "trust boundary (confine, stage, digests)",
+    "kustomizations": "kustomizations read and checked",
+    "render": "render",
+    "cache": "cache keys and look-ups",
+    "kustomize": "kustomize (wait, read output)",
+    "validate": "validate",
+    "postbuild": "post-build checks",
+    "fleet": "fleet checks",
+    "serialise": "serialise",
+    "write": "write generated/ / read and diff",
+}
+"""Every stage the engine laps (`Result.stats.seconds`), in run order, and the bench's own last one."""
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -58,10 +76,10 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 def _engine_stages(stats: Any) -> dict[str, float]:
     s = dict(stats.seconds)
     return {
-        "load": s.get("load", 0.0),
-        "render": s.get("render", 0.0) + s.get("cache", 0.0),
+        "load": s.get("load", 0.0) + s.get("rules", 0.0),
+        "render": sum(s.get(k, 0.0) for k in ("render", "cache", "boundary", "kustomizations")),
         "kustomize": s.get("kustomize", 0.0),
-        "validate": s.get("validate", 0.0),
+        "validate": s.get("validate", 0.0) + s.get("postbuild", 0.0) + s.get("fleet", 0.0),
         "write": s.get("serialise", 0.0),
     }
 
@@ -70,6 +88,7 @@ def measure(op: str, root: Path, schemas: Path | None) -> dict[str, Any]:
     """Run one operation through the pipeline's Python API; returns what it did and how long it took."""
     from gputenancy import engine
     from gputenancy.assemble import output, swap
+    from gputenancy.common import timing
     from gputenancy.deliver import plan
 
     started = time.perf_counter()
@@ -77,6 +96,7 @@ def measure(op: str, root: Path, schemas: Path | None) -> dict[str, Any]:
     stages = _engine_stages(result.stats)
     changed: Any = None
     clock = time.perf_counter()
+    tail = timing.Clock()
     if op == "render" and not result.failed:
         trees = {name: c.tree for name, c in result.clusters.items()}
         changed = swap.write_trees(root, root / output.GENERATED, trees, prune=True)
@@ -87,6 +107,7 @@ def measure(op: str, root: Path, schemas: Path | None) -> dict[str, Any]:
             f"{c.name}: {len(c.objects)} objects, {len(c.files)} files" for c in p.clusters if c.changed
         ]
     stages["write"] += time.perf_counter() - clock
+    tail.lap("write")
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
@@ -95,6 +116,8 @@ def measure(op: str, root: Path, schemas: Path | None) -> dict[str, Any]:
         "findings": [f.format() for f in result.findings][:5],
         "seconds": time.perf_counter() - started,
         "stages": stages,
+        "wall": {**result.stats.seconds, **tail.seconds},
+        "cpu": {**result.stats.cpu, **tail.cpu},
         "hits": result.stats.hits,
         "misses": result.stats.misses,
         "rendered": len(result.stats.rendered),
@@ -146,7 +169,7 @@ def _child(
 
 
 def run_op(op: str, root: Path, schemas: Path | None, cache_dir: Path) -> Measured:
-    env = {**os.environ, "GPUTENANCY_CACHE": str(cache_dir)}
+    env = {**os.environ, "GPUTENANCY_CACHE": str(cache_dir), "GPUTENANCY_TIMING": "1"}
     argv = [sys.executable, "-m", "bench.run", "--measure", op, "--root", str(root)]
     if schemas is not None:
         argv += ["--schemas", str(schemas)]
@@ -173,20 +196,7 @@ def tool_version() -> str:
     return " / ".join(line.strip() for line in done.stdout.splitlines() if line.strip())
 
 
-def baseline_dir(root: Path, into: Path) -> int:
-    """One directory holding every object of generated/ (all clusters) and the tenant Component's label
-    transformer; names that two clusters share get a `-<cluster>` suffix. Returns the object count."""
-    seen: set[tuple[str, str, str]] = set()
-    docs = []
-    for cluster in sorted(p for p in (root / "generated").iterdir() if p.is_dir()):
-        for path in sorted(cluster.rglob("*.yaml")):
-            body = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-            meta = body["metadata"]
-            key = (body["kind"], meta.get("namespace", ""), meta["name"])
-            if key in seen:
-                meta["name"] = f"{meta['name']}-{cluster.name}"
-            seen.add((body["kind"], meta.get("namespace", ""), meta["name"]))
-            docs.append(body)
+def _write_baseline(into: Path, docs: list[Any]) -> None:
     into.mkdir(parents=True, exist_ok=True)
     with (into / "objects.yaml").open("w", encoding="utf-8") as f:
         yaml.dump_all(docs, f, Dumper=_Dumper, sort_keys=False)
@@ -195,14 +205,44 @@ def baseline_dir(root: Path, into: Path) -> int:
         "labels:\n  - pairs:\n      gputenancy.io/cluster: all\n",
         encoding="utf-8",
     )
-    return len(docs)
 
 
-def run_baseline(directory: Path, cap: float) -> Measured | None:
-    """One kustomize build of `directory`; None when it ran past `cap` seconds (then stopped)."""
+def baseline_dirs(root: Path, into: Path, per_cluster: bool) -> tuple[list[Path], int]:
+    """The baseline's kustomization directories and their object count. `per_cluster`: one directory
+    per cluster holding that cluster's objects of generated/; else one directory holding every object
+    of generated/ (all clusters; names two clusters share get a `-<cluster>` suffix). Each has the
+    tenant Component's label transformer."""
+    seen: set[tuple[str, str, str]] = set()
+    groups: dict[str, list[Any]] = {}
+    for cluster in sorted(p for p in (root / "generated").iterdir() if p.is_dir()):
+        for path in sorted(cluster.rglob("*.yaml")):
+            body = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+            meta = body["metadata"]
+            key = (body["kind"], meta.get("namespace", ""), meta["name"])
+            if key in seen and not per_cluster:
+                meta["name"] = f"{meta['name']}-{cluster.name}"
+            seen.add((body["kind"], meta.get("namespace", ""), meta["name"]))
+            groups.setdefault(cluster.name if per_cluster else "all", []).append(body)
+    dirs = []
+    for name, docs in groups.items():
+        _write_baseline(into / name, docs)
+        dirs.append(into / name)
+    return dirs, sum(len(d) for d in groups.values())
+
+
+def run_baseline(directories: Sequence[Path], cap: float) -> Measured | None:
+    """One kustomize build of each directory, one after the other; wall and CPU summed. None when they
+    ran past `cap` seconds in all (then stopped)."""
     env = {**os.environ}
-    measured, _, failed = _child([*_kustomize(), str(directory)], env, timeout=cap)
-    return None if failed else measured
+    total = Measured(0.0, 0.0, 0.0, {})
+    for directory in directories:
+        measured, _, failed = _child([*_kustomize(), str(directory)], env, timeout=cap - total.wall)
+        if failed:
+            return None
+        total = Measured(
+            total.wall + measured.wall, total.cpu + measured.cpu, max(total.maxrss_mb, measured.maxrss_mb), {}
+        )
+    return total
 
 
 @dataclasses.dataclass
@@ -213,9 +253,12 @@ class Row:
     baseline: Measured | None
     baseline_objects: int
     cap: float  # 0: the baseline was not run
+    per_cluster: bool = True
 
 
-def bench_one(n: int, work: Path, schemas: Path | None, cap: float, seed: int) -> Row:
+def bench_one(
+    n: int, work: Path, schemas: Path | None, cap: float, seed: int, per_cluster: bool = True
+) -> Row:
     """All measurements of one fleet size; the baseline only when `cap` > 0."""
     root = work / f"fleet-{n}"
     shutil.rmtree(root, ignore_errors=True)
@@ -236,10 +279,10 @@ def bench_one(n: int, work: Path, schemas: Path | None, cap: float, seed: int) -
     )
     base = work / f"baseline-{n}"
     shutil.rmtree(base, ignore_errors=True)
-    count = baseline_dir(root, base)
-    baseline = run_baseline(base, cap) if cap > 0 else None
+    dirs, count = baseline_dirs(root, base, per_cluster)
+    baseline = run_baseline(dirs, cap) if cap > 0 else None
     shutil.rmtree(base, ignore_errors=True)
-    return Row(n, ops["render"].report["objects"], ops, baseline, count, cap)
+    return Row(n, ops["render"].report["objects"], ops, baseline, count, cap, per_cluster)
 
 
 # ------------------------------------------------------------------------ tables
@@ -254,7 +297,9 @@ def baseline_lines(rows: Sequence[Row]) -> str:
     for r in rows:
         if r.baseline is not None:
             out.append(
-                f"baseline, {r.tenants:,} tenants: one kustomize build of {r.baseline_objects:,} objects, "
+                f"baseline, {r.tenants:,} tenants: "
+                f"{'one kustomize build per cluster' if r.per_cluster else 'one kustomize build'} of "
+                f"{r.baseline_objects:,} objects, "
                 f"{_s(r.baseline.wall)} wall, {_s(r.baseline.cpu)} CPU, {r.baseline.maxrss_mb:.0f} MB peak"
             )
     return "\n".join(out) + ("\n" if out else "")
@@ -263,8 +308,8 @@ def baseline_lines(rows: Sequence[Row]) -> str:
 def table(rows: Sequence[Row]) -> str:
     head = (
         "| tenants | objects | validate | render (cold) | plan (no change) | plan (one edit) "
-        "| kustomize, one build | baseline / cold | one edit / cold | peak RSS |\n"
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        "| naive kustomize | baseline / cold | plan / cold | one edit / cold | peak RSS |\n"
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
     )
     lines = []
     for r in rows:
@@ -279,7 +324,7 @@ def table(rows: Sequence[Row]) -> str:
         lines.append(
             f"| {r.tenants:,} | {r.objects:,} | {_s(r.ops['validate'].wall)} | {_s(cold)} "
             f"| {_s(r.ops['plan'].wall)} | {_s(r.ops['plan-edit'].wall)} | {base} | {ratio} "
-            f"| {r.ops['plan-edit'].wall / cold:.2f} | {peak:.0f} MB |"
+            f"| {r.ops['plan'].wall / cold:.2f} | {r.ops['plan-edit'].wall / cold:.2f} | {peak:.0f} MB |"
         )
     return head + "\n".join(lines) + "\n"
 
@@ -304,6 +349,45 @@ def stage_table(rows: Sequence[Row]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def cpu_stage_table(rows: Sequence[Row]) -> str:
+    """Per fleet size, one row per stage: wall and CPU (Python process + children) of the cold render,
+    the plan with nothing changed and the plan after one edit, from the same run."""
+    ops = ("render", "plan", "plan-edit")
+    out = []
+    for r in rows:
+        out.append(
+            f"{r.tenants:,} tenants, seconds: wall / CPU of the Python process (+ kustomize when any)\n\n"
+            "| stage | " + " | ".join(LABELS[op] for op in ops) + " |\n| --- |" + " ---: |" * len(ops)
+        )
+        totals = {op: [0.0, 0.0, 0.0] for op in ops}
+        for stage, label in STAGE_NAMES.items():
+            cells = []
+            for op in ops:
+                report = r.ops[op].report
+                wall = report["wall"].get(stage, 0.0)
+                own, kids = report["cpu"].get(stage, (0.0, 0.0))
+                for i, v in enumerate((wall, own, kids)):
+                    totals[op][i] += v
+                cells.append(f"{wall:.3f} / {own:.3f}" + (f" + {kids:.2f}" if kids >= 0.005 else ""))
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+        cells = [
+            f"**{t[0]:.3f} / {t[1]:.3f}**" + (f" **+ {t[2]:.2f}**" if t[2] >= 0.005 else "")
+            for t in totals.values()
+        ]
+        out.append("| all stages | " + " | ".join(cells) + " |")
+        cells = [
+            f"{r.ops[op].wall:.3f} / {r.ops[op].report['cpu_python']:.3f}"
+            + (
+                f" + {r.ops[op].report['cpu_kustomize']:.2f}"
+                if r.ops[op].report["cpu_kustomize"] >= 0.005
+                else ""
+            )
+            for op in ops
+        ]
+        out.append("| the process (start-up, imports included) | " + " | ".join(cells) + " |\n")
+    return "\n".join(out) + "\n"
+
+
 def scaling(rows: Sequence[Row]) -> str:
     by = {r.tenants: r for r in rows}
     out = []
@@ -314,6 +398,11 @@ def scaling(rows: Sequence[Row]) -> str:
                 f"cold render {large:,} / {small:,} tenants: {b / a:.2f}x (for {large // small}x the tenants)"
             )
     return "\n".join(out) + ("\n" if out else "")
+
+
+def _load() -> str:
+    """The 1-, 5- and 15-minute load averages: how shared the machine was."""
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def machine() -> str:
@@ -347,6 +436,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--workdir", type=Path, default=None, help="where fleets are written (default: a temporary dir)"
     )
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--baseline",
+        choices=("per-cluster", "one"),
+        default="per-cluster",
+        help="the naive baseline: one kustomize build per cluster of its generated/ objects (default), "
+        "or one build of every object",
+    )
     p.add_argument("--measure", choices=OPERATIONS, help=argparse.SUPPRESS)
     p.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -367,15 +463,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         size, _, seconds = value.rpartition(":")
         caps[int(size) if size else 0] = float(seconds)
     rows = []
+    load_before = _load()
     with tempfile.TemporaryDirectory(prefix="gputenancy-bench-") as tmp:
         work = args.workdir or Path(tmp)
         for n in args.tenants:
             print(f"benchmarking {n} tenants ...", file=sys.stderr)
-            rows.append(bench_one(n, work, schemas, caps.get(n, caps[0]), args.seed))
+            rows.append(
+                bench_one(n, work, schemas, caps.get(n, caps[0]), args.seed, args.baseline == "per-cluster")
+            )
     print(f"Machine: {machine()}\n")
     print(f"Kueue CRD schemas: {schemas or 'none (CRD validation skipped)'}\n")
     print(table(rows))
     print(stage_table(rows))
+    print(cpu_stage_table(rows))
+    print(f"load average before / after: {load_before} / {_load()}\n")
     print(scaling(rows))
     print(baseline_lines(rows))
     return 0

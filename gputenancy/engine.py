@@ -26,7 +26,6 @@ import dataclasses
 import gc
 import json
 import os
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -35,7 +34,7 @@ from gputenancy.assemble import kustomize as build
 from gputenancy.assemble import output
 from gputenancy.caching import cachekey, memo
 from gputenancy.caching.cache import Cache
-from gputenancy.common import proc
+from gputenancy.common import proc, timing
 from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.common.objects import RenderedObject
 from gputenancy.inputs.spec import Cluster, Model, Tenant, load_model
@@ -59,10 +58,15 @@ class ClusterResult:
 @dataclasses.dataclass(frozen=True)
 class Stats:
     """What a run did. `hits`/`misses` count (tenant, cluster) cache lookups, `platform_hits`/
-    `platform_misses` those of platform-layer reports; `rendered` lists the (cluster, tenant) pairs
+    `platform_misses` those of platform-layer reports, `overlay_hits`/`overlay_misses` those of the
+    overlays' kustomize output; `rendered` lists the (cluster, tenant) pairs
     rendered, built and validated in this run; `corrupt` counts cache entries found but not usable;
-    `seconds` is wall time per stage (load = reading inputs and model rules; kustomize = waiting for
-    kustomize after rendering; `kustomize_seconds` sums the processes)."""
+    `seconds` is wall time per stage (load = reading inputs; rules = the model rules; boundary = the
+    files kustomize may read, confined and staged; kustomizations = every kustomization read and its
+    references checked; cache = keys and look-ups; kustomize = waiting for kustomize after rendering;
+    postbuild = the checks on a cluster's built objects; fleet = those across a MultiKueue fleet;
+    `kustomize_seconds` sums the processes); `cpu` is CPU seconds per stage (process, children) when
+    `timing.enabled()`, else empty."""
 
     cache: str | None = None
     hits: int = 0
@@ -74,6 +78,9 @@ class Stats:
     seconds: Mapping[str, float] = dataclasses.field(default_factory=dict)
     platform_hits: int = 0
     platform_misses: int = 0
+    cpu: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    overlay_hits: int = 0
+    overlay_misses: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +157,7 @@ class _Cluster:
     kustomized: bool
     key: str | None  # of the cluster (None: no cache for its tenants)
     results: memo.Memo[memo.Finished]
+    overlay_key: str | None  # of the overlay's build, to store its output (None: nothing to store)
 
 
 def _run(
@@ -164,17 +172,20 @@ def _run(
     from gputenancy.check import cluster as checks
     from gputenancy.check.chain import fleet
 
-    clock = _Clock()
+    clock = timing.Clock()
     store = memo.open_cache(root, cache)
-    # 1. load and rules
-    model, findings = check_only(root, only, cache=store)
+    # 1. load and rules (as check_only, each its own stage)
+    model, loaded = load_model(root, cluster=only, cache=store)
     clock.lap("load")
+    findings = sorted(set(loaded) | set(rules.check(model)))
+    clock.lap("rules")
     if any(f.severity is Severity.ERROR for f in findings):
         return Result(model, {}, tuple(sorted(set(findings))), (), _Stats(store, clock).done())
     catalog = rules.effective_catalog(model)
     keys = _Keys(store, kustomize, catalog)
-    stats = _Stats(store, clock, platforms=memo.platform(store))
+    stats = _Stats(store, clock, platforms=memo.platform(store), overlays=memo.overlay(store))
     built_memo = memo.built(store)
+    records = _Records()
     notes: list[str] = []
     results: dict[str, ClusterResult] = {}
     with contextlib.ExitStack() as stack:
@@ -193,28 +204,39 @@ def _run(
                 findings += missing
                 continue
             stage = None
+            clock.lap("render")
             if kustomize:
                 try:
-                    stage = stack.enter_context(build.Stage(root, name))
+                    stage = stack.enter_context(build.Stage(root, name, lap=clock.lap))
                 except PipelineError as exc:
                     findings.extend(exc.findings)
                     continue
-            clock.lap("render")
             # 3. the cluster's tenants: finished ones from the memo, the others rendered into the build
             crd_dir = checks.crd_dir_for(schemas, c.kueue_version)
             cluster_key = keys.cluster(c, stage, crd_dir)
+            clock.lap("boundary")  # the staged files' and CRDs' digests
             tenants = model.tenants_on(name)
             results_of = memo.tenants(store, cluster_key, name)
-            tenant_keys = [memo.tenant_key(cluster_key, t) if cluster_key else "" for t in tenants]
+            tenant_keys = [
+                memo.tenant_key(cluster_key, records.of(t)) if cluster_key else "" for t in tenants
+            ]
             looked_up = {i: results_of.lookup(k) for i, k in enumerate(tenant_keys)}
             finished = {i: done for i, done in looked_up.items() if done is not None}
             clock.lap("cache")
-            # 4. build: kustomize starts on each shard as soon as it is full
-            running = (
-                stage.begin(platform, pool, shard_size=shard_size)
-                if stage is not None
-                else build.Build(None, platform)
-            )
+            # 4. build: kustomize starts on each shard as soon as it is full; the overlay's output
+            # comes from the memo when neither the staged files nor the platform layer changed
+            overlay_key = None  # kept: the overlay is built in this run, its output to be stored
+            if stage is not None:
+                layer = build.layer_files(platform)
+                overlay_key = memo.overlay_key(cluster_key, layer) if cluster_key else None
+                output_before = stats.overlays.lookup(overlay_key) if overlay_key else None
+                if output_before is not None:
+                    overlay_key = None
+                running = stage.begin(
+                    platform, pool, shard_size=shard_size, layer=layer, overlay_output=output_before
+                )
+            else:
+                running = build.Build(None, platform)
             groups = {
                 i: running.add(render_tenant(t, c, catalog))
                 for i, t in enumerate(tenants)
@@ -234,6 +256,7 @@ def _run(
                     stage is not None,
                     cluster_key,
                     results_of,
+                    overlay_key,
                 )
             )
             clock.lap("render")
@@ -253,10 +276,12 @@ def _run(
                 results[p.cluster.name] = result
                 # 6. the last word: the chain, Kueue support and canonical form on the built objects
                 findings.extend(_check_built(p, model, catalog, result, built_memo))
+                clock.lap("postbuild")
     # 7. across the clusters of each MultiKueue fleet built in this run (manager and workers together)
     findings.extend(
         fleet.check(model, catalog, {n: r.objects for n, r in results.items()}, kustomized=kustomize)
     )
+    clock.lap("fleet")
     return Result(model, results, tuple(sorted(set(findings))), tuple(notes), stats.done())
 
 
@@ -279,7 +304,7 @@ def _check_built(
 
 
 def _finish(
-    p: _Cluster, stats: _Stats, clock: _Clock
+    p: _Cluster, stats: _Stats, clock: timing.Clock
 ) -> tuple[ClusterResult | None, list[Finding], list[str]]:
     """Validate and serialise one cluster's objects as its build hands them back, tenant by tenant;
     store what was finished here. Raises PipelineError when kustomize failed."""
@@ -287,6 +312,8 @@ def _finish(
 
     name = p.cluster.name
     platform = p.running.platform()
+    if p.overlay_key and p.running.overlay_output is not None:
+        stats.overlays.store(p.overlay_key, p.running.overlay_output)
     clock.lap("kustomize")
     platform_files, tree_problems = output.files_of(platform)
     clock.lap("serialise")
@@ -395,15 +422,18 @@ class _Keys:
         )
 
 
-@dataclasses.dataclass
-class _Clock:
-    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
-    last: float = dataclasses.field(default_factory=time.perf_counter)
+class _Records:
+    """Each tenant's record as text (`repr`, a cache-key ingredient), made once per run however many
+    clusters the tenant is placed on."""
 
-    def lap(self, stage: str) -> None:
-        now = time.perf_counter()
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - self.last
-        self.last = now
+    def __init__(self) -> None:
+        self._text: dict[int, tuple[Tenant, str]] = {}  # by id(), the record kept alive with it
+
+    def of(self, tenant: Tenant) -> str:
+        found = self._text.get(id(tenant))
+        if found is None:
+            found = self._text[id(tenant)] = (tenant, repr(tenant))
+        return found[1]
 
 
 @dataclasses.dataclass
@@ -411,8 +441,9 @@ class _Stats:
     """Counts gathered during a run, and the platform reports' memo."""
 
     store: Cache | None
-    clock: _Clock
+    clock: timing.Clock
     platforms: memo.Memo[memo.PlatformReport] = dataclasses.field(default_factory=lambda: memo.platform(None))
+    overlays: memo.Memo[str] = dataclasses.field(default_factory=lambda: memo.overlay(None))
     rendered: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     hits: int = 0
     misses: int = 0
@@ -437,4 +468,7 @@ class _Stats:
             dict(self.clock.seconds),
             self.platforms.hits,
             self.platforms.misses,
+            dict(self.clock.cpu),
+            self.overlays.hits,
+            self.overlays.misses,
         )

@@ -110,6 +110,7 @@ def _warm(world: World) -> tuple[engine.Result, dict[str, list[str | bytes]], se
     result = world.run()
     assert (result.stats.hits, result.stats.misses) == (world.placements(result), 0)
     assert (result.stats.platform_hits, result.stats.platform_misses) == (len(result.model.clusters), 0)
+    assert (result.stats.overlay_hits, result.stats.overlay_misses) == (len(result.model.clusters), 0)
     return result, world.seen(), world.source_keys()
 
 
@@ -213,6 +214,9 @@ def _kustomize_run(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
             "tool.size",
             "tool.mtime",
             "platform.platform_objects",  # the overlay's transformers no longer apply
+            "overlay.platform_layer",  # no overlay is built
+            "source.path",  # nor are kustomizations read (each content parsed once, as a source file)
+            "source.file_bytes",
         }
     )
 
@@ -232,7 +236,8 @@ def _staged_files(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     assert after.stats.misses == world.placements(after, cluster)
     assert after.stats.hits == world.placements(after) - after.stats.misses
     assert (after.stats.platform_hits, after.stats.platform_misses) == (len(after.model.clusters) - 1, 1)
-    assert _moved(before, world.seen()) == {"cluster.staged_files"}
+    # the kustomization is parsed again: its content is new (`inputs.kustomizations`)
+    assert _moved(before, world.seen()) == {"cluster.staged_files", "source.file_bytes"}
 
 
 @checks("platform_objects")
@@ -246,11 +251,41 @@ def _platform_objects(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     )
     after = world.run()
     assert after.stats.platform_misses == len(after.model.clusters)
+    assert after.stats.overlay_misses == len(after.model.clusters)
     assert _moved(before, world.seen()) == {
         "cluster.staged_files",
         "platform.platform_objects",
+        "overlay.platform_layer",
         "source.file_bytes",
     }
+
+
+@checks("platform_layer")
+def _platform_layer(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One label more on one rendered platform object, nothing staged changed: that cluster's overlay is
+    built again (its output carries the label), the other clusters' come from the cache."""
+    warm, before, _ = _warm(world)
+    cluster = _cluster_with_tenants(world, warm)
+    real = engine.render_platform
+    changed: list[Any] = []
+
+    def labelled(model: Any, c: Any, catalog: Any) -> Any:
+        objects, config, found = real(model, c, catalog)
+        if c.name == cluster:
+            first = objects[0]
+            meta = {**first.body["metadata"]}
+            meta["labels"] = {**meta.get("labels", {}), "example.com/changed": "yes"}
+            objects = [dataclasses.replace(first, body={**first.body, "metadata": meta}), *objects[1:]]
+            changed.append(first.key)
+        return objects, config, found
+
+    monkeypatch.setattr(engine, "render_platform", labelled)
+    after = world.run()
+    assert (after.stats.overlay_hits, after.stats.overlay_misses) == (len(after.model.clusters) - 1, 1)
+    assert (after.stats.hits, after.stats.misses) == (world.placements(after), 0)
+    built = [o for o in after.clusters[cluster].objects if o.key in changed]
+    assert built and built[0].body["metadata"]["labels"]["example.com/changed"] == "yes"
+    assert _moved(before, world.seen()) == {"overlay.platform_layer", "platform.platform_objects"}
 
 
 def _overlay(world: World, cluster: str) -> dict[str, Any]:

@@ -33,13 +33,13 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gputenancy.common import fastyaml, interrupt, proc
+from gputenancy.common import fastyaml, interrupt, proc, timing
 from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.common.objects import ObjectKey, RenderedObject, key_of, to_yaml
 from gputenancy.inputs import confine, kustomizations
@@ -81,12 +81,18 @@ def _kustomization(resources: Sequence[str], components: Sequence[str] = ()) -> 
     return yaml.safe_dump(kustomization, sort_keys=False)
 
 
-def _write_layer(directory: Path, objects: Sequence[RenderedObject]) -> None:
+def layer_files(objects: Sequence[RenderedObject]) -> dict[str, str]:
+    """The files of the platform layer (`PLATFORM_DIR` in the overlay) as kustomize reads them."""
+    return {
+        "objects.yaml": "---\n".join(to_yaml(o.body) for o in objects),
+        "kustomization.yaml": _kustomization(["objects.yaml"] if objects else []),
+    }
+
+
+def _write_layer(directory: Path, files: Mapping[str, str]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "objects.yaml").write_text("---\n".join(to_yaml(o.body) for o in objects), encoding="utf-8")
-    (directory / "kustomization.yaml").write_text(
-        _kustomization(["objects.yaml"] if objects else []), encoding="utf-8"
-    )
+    for name, text in files.items():
+        (directory / name).write_text(text, encoding="utf-8")
 
 
 def _command() -> list[str]:
@@ -154,10 +160,14 @@ class Stage:
     """The staging tree of one cluster: base/ and the overlay copied once, so what kustomize reads is
     fixed for the build and can be hashed (`digest`). Use as a context manager."""
 
-    def __init__(self, root: Path, cluster: str) -> None:
+    def __init__(self, root: Path, cluster: str, *, lap: Callable[[str], None] = timing.no_lap) -> None:
+        """`lap`: the run's clock, lapped after the confinement walk ("boundary") and after the
+        kustomizations are read and checked ("kustomizations")."""
         base, problems = confine.walk(root, "base")
         overlay, more = confine.walk(root, f"overlays/{cluster}")
+        lap("boundary")
         problems += more + kustomizations.check(root, cluster)
+        lap("kustomizations")
         if problems:
             raise PipelineError(problems)
         self.cluster = cluster
@@ -169,6 +179,7 @@ class Stage:
             self.close()
             raise
         self.component = (self.overlay / TENANT_COMPONENT / "kustomization.yaml").is_file()
+        lap("boundary")
 
     @property
     def overlay(self) -> Path:
@@ -205,9 +216,13 @@ class Stage:
         pool: concurrent.futures.Executor,
         *,
         shard_size: int = SHARD_SIZE,
+        layer: Mapping[str, str] | None = None,
+        overlay_output: str | None = None,
     ) -> Build:
-        """Write the platform layer and start its build; tenant groups follow with `Build.add`."""
-        return Build(self, platform, pool, shard_size)
+        """Write the platform layer (`layer`: its `layer_files`, when the caller has them) and start
+        its build, unless `overlay_output` is what kustomize printed for this overlay and layer before;
+        tenant groups follow with `Build.add`."""
+        return Build(self, platform, pool, shard_size, layer=layer, overlay_output=overlay_output)
 
 
 class Build:
@@ -226,8 +241,12 @@ class Build:
         platform: Sequence[RenderedObject],
         pool: concurrent.futures.Executor | None = None,
         shard_size: int = SHARD_SIZE,
+        *,
+        layer: Mapping[str, str] | None = None,
+        overlay_output: str | None = None,
     ) -> None:
-        """Without a stage nothing is built: objects come back as rendered (`--no-kustomize`)."""
+        """Without a stage nothing is built: objects come back as rendered (`--no-kustomize`).
+        `overlay_output`: the overlay's build output from before (the same staged files and layer)."""
         self._stage, self._pool = stage, pool
         self._component = stage is not None and stage.component
         cluster = stage.cluster if stage is not None else ""
@@ -236,10 +255,13 @@ class Build:
         self._rendered_platform = list(platform)
         self._platform_job: concurrent.futures.Future[tuple[str, float]] | None = None
         self._built_platform: list[RenderedObject] | None = None
+        self.overlay_output: str | None = overlay_output
+        """kustomize's output for the overlay, once `platform` has it."""
         if stage is not None:
             assert pool is not None, "a build needs a pool"
-            _write_layer(stage.overlay / PLATFORM_DIR, platform)
-            self._platform_job = pool.submit(self._job, stage.overlay)
+            _write_layer(stage.overlay / PLATFORM_DIR, layer or layer_files(platform))
+            if overlay_output is None:
+                self._platform_job = pool.submit(self._job, stage.overlay)
         else:
             self._built_platform = self._rendered_platform
         self._packer = _Packer(max(1, shard_size))
@@ -319,13 +341,17 @@ class Build:
     def platform(self) -> list[RenderedObject]:
         """The overlay's built objects (the platform layer and anything the overlay adds)."""
         if self._built_platform is None:
-            assert self._platform_job is not None and self._stage is not None
-            try:
-                text, seconds = self._platform_job.result()
-            except BaseException:
-                self.cancel()
-                raise
-            self.seconds += seconds
+            assert self._stage is not None
+            text = self.overlay_output
+            if text is None:
+                assert self._platform_job is not None
+                try:
+                    text, seconds = self._platform_job.result()
+                except BaseException:
+                    self.cancel()
+                    raise
+                self.seconds += seconds
+                self.overlay_output = text
             self._built_platform = _reattach(
                 self._stage.cluster, _objects(text), self._rendered_platform, self._fallback
             )

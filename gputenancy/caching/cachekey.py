@@ -14,6 +14,8 @@ Kinds of keys (a key holds the digest of another by naming that kind among its i
   cluster's tenant packs (`cache.Packs`).
 - ``tenant``: one tenant's finished result on one cluster (built objects, generated/ files, findings).
 - ``platform``: the validation report of one cluster's platform layer.
+- ``overlay``: kustomize's output for one cluster's overlay (base/, the overlay, the platform layer):
+  a plan that changes no file kustomize reads for it does not run kustomize on it again.
 - ``built``: the checks on one cluster's built objects (`check.postbuild`), which look at every tenant
   of the cluster at once; its ``tenant`` part is the digest of the keys of every tenant on the cluster,
   in order.
@@ -72,6 +74,8 @@ INGREDIENTS: Mapping[str, str] = {
     # tenant, platform
     "tenant_record": "the tenant's record as loaded: every field, with its line numbers (repr)",
     "platform_objects": "the platform layer as built: bodies, origins and where each field came from",
+    # overlay
+    "platform_layer": "the platform layer's files as written for kustomize (names and text)",
     # source
     "path": "an input file's repository-relative path",
     "file_bytes": "an input file's bytes",
@@ -97,6 +101,7 @@ KEYS: Mapping[str, tuple[str, ...]] = {
     ),
     "tenant": ("cluster", "tenant_record"),
     "platform": ("cluster", "platform_objects"),
+    "overlay": ("cluster", "platform_layer"),
     "built": ("cluster", "tenant"),
     "source-pack": ("software",),
     "source": ("software", "path", "file_bytes"),

@@ -5,7 +5,7 @@ one; `Memo.save` writes what was stored. The engine asks before it renders a ten
 validated; no stage decides anything about caching. Keys come from `cachekey`. Without a cache a Memo
 misses every lookup and keeps nothing, so a run takes the same path either way.
 
-Three kinds of results: a tenant's on one cluster (`Finished`: built objects, their generated/ files and
+Four kinds of results: kustomize's output for a cluster's overlay (`overlay`), a tenant's on one cluster (`Finished`: built objects, their generated/ files and
 the validation findings about them), kept in the cluster's packs; the validation report of a
 cluster's platform layer (`PlatformReport`), one cache entry each; and the findings of the checks on a
 cluster's built objects (`built`), one cache entry each. Entries are JSON of plain data; one
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
@@ -28,6 +28,7 @@ from gputenancy.common.objects import RenderedObject
 TENANT_ENTRY = "tenant"
 PLATFORM_ENTRY = "platform"
 BUILT_ENTRY = "built"
+OVERLAY_ENTRY = "overlay"
 T = TypeVar("T")
 
 
@@ -112,12 +113,24 @@ def built(store: Cache | None) -> Memo[tuple[Finding, ...]]:
     return Memo(store, BUILT_ENTRY, _findings, _decode_built)
 
 
+def overlay(store: Cache | None) -> Memo[str]:
+    """kustomize's output for a cluster's overlay, one cache entry per cluster."""
+    return Memo(store, OVERLAY_ENTRY, lambda text: text, lambda v: v if isinstance(v, str) else None)
+
+
+def overlay_key(cluster_key: str, layer: Mapping[str, str]) -> str:
+    """The key of an overlay's build: the cluster's key and the platform layer's files."""
+    described = cachekey.digest(*(part for name in sorted(layer) for part in (name, layer[name])))
+    return cachekey.key("overlay", cluster=cluster_key, platform_layer=described)
+
+
 def built_key(cluster_key: str, tenant_keys: Sequence[str]) -> str:
     return cachekey.key("built", cluster=cluster_key, tenant=cachekey.digest(*tenant_keys))
 
 
-def tenant_key(cluster_key: str, tenant: object) -> str:
-    return cachekey.key("tenant", cluster=cluster_key, tenant_record=repr(tenant))
+def tenant_key(cluster_key: str, record: str) -> str:
+    """`record`: the tenant's record as loaded, `repr(Tenant)` (made once per tenant and run)."""
+    return cachekey.key("tenant", cluster=cluster_key, tenant_record=record)
 
 
 def platform_key(cluster_key: str, objects: Sequence[RenderedObject]) -> str | None:

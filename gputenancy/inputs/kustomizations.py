@@ -110,6 +110,30 @@ Fails: an overlay without kustomization.yaml; resources: [../../base] alone.
 }
 
 
+class _Parsed:
+    """The kustomizations loaded in this process, as `source.load` caches files (keyed by path, bytes
+    and software): each content is parsed once however many clusters read it (base/ is read for every
+    cluster). Every read still checks the path and reads the bytes; a file with problems is never kept."""
+
+    MAX = 1024
+
+    def __init__(self) -> None:
+        self.corrupt = 0
+        self._entries: dict[str, Any] = {}
+
+    def get(self, kind: str, key: str) -> Any:
+        return self._entries.get(key)
+
+    def put(self, kind: str, key: str, value: Any) -> bool:
+        if len(self._entries) >= self.MAX:
+            self._entries.clear()
+        self._entries[key] = value
+        return True
+
+
+_PARSED = _Parsed()
+
+
 class _Checker:
     def __init__(self, root: Path, cluster: str) -> None:
         self.root = root
@@ -133,7 +157,7 @@ class _Checker:
         if rel in self.docs:
             return self.docs[rel]
         try:
-            doc: Document | None = load(Path(rel), self.root)
+            doc: Document | None = load(Path(rel), self.root, cache=_PARSED)
         except PipelineError as exc:
             self.findings.extend(exc.findings)
             doc = None

@@ -56,6 +56,7 @@ from __future__ import annotations
 import dataclasses
 import decimal
 import enum
+import functools
 import json
 import math
 import re
@@ -350,7 +351,10 @@ def _interpret(text: str, suffix: str) -> tuple[int, int, Format]:
     raise _error(text, f"unknown suffix {_show(suffix)}")
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse_text(text: str) -> Quantity:
+    """A legal quantity's text parsed, remembered per text (a Quantity is immutable; a fleet writes
+    the same few amounts thousands of times). An illegal one raises each time."""
     if not text:
         raise _error(text, "it is empty")
     positive, num, denom, suffix = _scan(text)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import importlib.util
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
@@ -16,7 +18,14 @@ _OBJECT_META = (
 )
 
 
+@functools.cache
 def _schema_root() -> Any:
+    """The schemas kubernetes-validate bundles, found without importing it: its import pulls in
+    jsonschema and more (about 0.1 s), which nothing else here needs."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if len(locations) == 1 and (Path(locations[0]) / "kubernetes-json-schema").is_dir():
+        return Path(locations[0]) / "kubernetes-json-schema"
     return importlib.resources.files("kubernetes_validate") / "kubernetes-json-schema"
 
 
