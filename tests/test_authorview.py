@@ -95,3 +95,29 @@ def test_annotations_are_one_per_full_pool_on_the_touched_line(
     gpu = next(line for line in errors if "h100 nvidia.com/gpu on prod is fully allocated" in line)
     assert gpu.startswith("::error file=tenants/nlp2.yaml,line=18,col=9,title=capacity::")
     assert "also reported at: overlays/prod/cluster.yaml:25:23" in gpu
+
+
+def test_validate_on_a_pull_request_shows_the_authors_mistake_first_and_folds_full_pools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Validate step of the pull-request workflow: the base is the merge commit's first parent."""
+    import subprocess
+
+    root = committed_example(tmp_path)
+    copy_nlp(root)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy nlp"],
+        check=True,
+    )
+    assert main(["--root", str(root), "validate", "--format", "text"]) == 1
+    everything = capsys.readouterr().out.splitlines()
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_BASE_REF", "main")
+    assert main(["--root", str(root), "validate", "--format", "text"]) == 1
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].startswith("tenants/nlp2.yaml:")  # the author's file, not the cluster's
+    assert len(listed) <= len(everything) / 2  # one headline per full pool, the rest folded
+    assert main(["--root", str(root), "validate"]) == 1  # the workflow's annotations
+    errors = [line for line in capsys.readouterr().out.splitlines() if line.startswith("::error ")]
+    assert len(errors) == 13  # 6 namespace-owner (both files) + 7 pools, not 41

@@ -227,12 +227,36 @@ def _print_findings(result_findings: Sequence[Finding], fmt: str | None, notes: 
 
 def cmd_validate(root: Path, cluster: str | None, schemas: Path | None, fmt: str | None) -> int:
     result = engine.run(root, cluster=cluster, schemas=schemas)
-    _print_findings(result.findings, fmt, result.notes)
+    shown = (fmt or report.default_format()) != "json" and _print_for_the_author(root, result, fmt)
+    if not shown:
+        _print_findings(result.findings, fmt, result.notes)
     if not result.failed and (fmt or report.default_format()) != "json":
         print(
             f"ok: {len(result.model.tenants)} tenants, {len(result.clusters)} clusters, {sum(len(c.objects) for c in result.clusters.values())} objects"
         )
     return 1 if result.failed else 0
+
+
+def _print_for_the_author(root: Path, result: engine.Result, fmt: str | None) -> bool:
+    """On a pull request under GitHub Actions (the base of the change known), findings as `plan` shows
+    them: the change's files first, one headline per full pool. False when there is no such base."""
+    import os
+
+    from gputenancy.deliver import authorview
+
+    fmt = fmt or report.default_format()
+    if not result.findings:
+        return False
+    touched = authorview.touched_files(root, authorview.change_base(None, os.environ))
+    if touched is None:
+        return False
+    found = list(result.findings)
+    if fmt == "text":
+        sys.stdout.write(authorview.listing(found, touched))
+    else:
+        sys.stdout.write(report.format_findings(authorview.headlines(found, touched), fmt))
+    sys.stderr.write("".join(f"note: {n}\n" for n in result.notes))
+    return True
 
 
 def cmd_render(root: Path, cluster: str | None, schemas: Path | None, fmt: str | None, *, check: bool) -> int:
