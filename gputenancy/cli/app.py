@@ -250,11 +250,7 @@ def _print_for_the_author(root: Path, result: engine.Result, fmt: str | None) ->
     touched = authorview.touched_files(root, authorview.change_base(None, os.environ))
     if touched is None:
         return False
-    found = list(result.findings)
-    if fmt == "text":
-        sys.stdout.write(authorview.listing(found, touched))
-    else:
-        sys.stdout.write(report.format_findings(authorview.headlines(found, touched), fmt))
+    sys.stdout.write(authorview.formatted(result.findings, touched, fmt))
     sys.stderr.write("".join(f"note: {n}\n" for n in result.notes))
     return True
 

@@ -129,6 +129,18 @@ def listing(findings: Sequence[Finding], touched: Collection[str] | None, notes:
     return text + (f"{report.summary(findings)}{more}\n" if findings else "")
 
 
+def formatted(
+    findings: Sequence[Finding], touched: Collection[str] | None, fmt: str, notes: Sequence[str] = ()
+) -> str:
+    """The findings in `fmt` for the author: the listing as text, one headline per full pool in the
+    other formats, every finding as it is in JSON (a machine reads it whole)."""
+    if fmt == "json":
+        return report.format_findings(findings, "json", notes)
+    if fmt == "text":
+        return listing(findings, touched, notes)
+    return report.format_findings(headlines(findings, touched), fmt, notes)
+
+
 def touched_files(root: Path, base: str | None) -> set[str] | None:
     """The root-relative paths the change touches since `base` (committed, staged, unstaged and
     untracked); None when there is no base or it cannot be read."""

@@ -423,12 +423,8 @@ def command(
     if plan is None:
         found = list(result.findings)
         touched = authorview.touched_files(root, authorview.change_base(against, os.environ))
-        text = (
-            authorview.listing(found, touched, result.notes)
-            if fmt != "json" and findings_format == "text"
-            else report.format_findings(authorview.headlines(found, touched), findings_format, result.notes)
-            if fmt != "json"
-            else report.format_findings(found, "json", result.notes)
+        text = authorview.formatted(
+            found, touched, "json" if fmt == "json" else findings_format, result.notes
         )
         if output_file is not None:
             listed = authorview.listing(found, touched)
