@@ -245,3 +245,21 @@ def test_a_pool_over_capacity_has_no_free_slice_and_says_by_how_much() -> None:
     same = budgetdiff.PoolDiff("prod", "h100", "nvidia.com/gpu", before, before)
     cpu = budgetdiff.PoolDiff("prod", "h100", "cpu", before, after)
     assert poolchart.pies([same, cpu]) == []  # unchanged pools and cpu are not drawn
+
+
+def test_the_inputs_before_are_read_again_only_when_the_change_touches_them(tmp_path: Path) -> None:
+    """With no input file changed since the base, the work tree's model is the model before; a changed
+    tenant file is read at the base: its old budget, not the new one."""
+    from gputenancy.deliver import baseline
+    from gputenancy.inputs.spec import load_model
+
+    root = example(tmp_path)
+    current = load_model(root)[0]
+    assert baseline.model_before(root, "HEAD", current=current, cache=None) is current
+    (root / "generated" / "note.txt").write_text("output only\n")  # outside the inputs
+    assert baseline.model_before(root, "HEAD", current=current, cache=None) is current
+    speech_up_vision_down(root)
+    changed = load_model(root)[0]
+    before = baseline.model_before(root, "HEAD", current=changed, cache=None)
+    assert before is not None and before is not changed
+    assert before.tenants == current.tenants != changed.tenants

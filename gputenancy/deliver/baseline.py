@@ -15,6 +15,7 @@ from pathlib import Path
 import git
 
 from gputenancy.assemble import output
+from gputenancy.caching.cache import Cache
 from gputenancy.common.findings import PipelineError
 from gputenancy.deliver import gitrepo
 from gputenancy.inputs.spec import Model, load_model
@@ -55,9 +56,10 @@ def local_base(root: Path) -> LocalBase:
     return LocalBase(None, "HEAD", "generated/ of the work tree, as committed at HEAD")
 
 
-def model_at(root: Path, ref: str) -> Model | None:
+def model_at(root: Path, ref: str, cache: Cache | None = None) -> Model | None:
     """The model of the inputs at `ref` (None when root is not in a git repository, the ref does not
-    exist or its inputs cannot be read at all). Findings in them do not matter here."""
+    exist or its inputs cannot be read at all). Findings in them do not matter here. With the run's
+    `cache`, the files the change left alone are not parsed again (their path and bytes are the same)."""
     try:
         repo = gitrepo.open_repo(root)
     except PipelineError:
@@ -69,9 +71,21 @@ def model_at(root: Path, ref: str) -> Model | None:
         for sub in INPUTS:
             _export(commit, gitrepo.relative(repo, root, sub), Path(tmp) / sub)
         try:
-            return load_model(Path(tmp))[0]
+            return load_model(Path(tmp), cache=cache)[0]
         except PipelineError:
             return None
+
+
+def model_before(root: Path, ref: str, *, current: Model | None, cache: Cache | None) -> Model | None:
+    """The model at `ref`: `current` (the work tree's model of every cluster) when no input file differs
+    from `ref` (a plan with nothing changed reads nothing again), else `model_at`."""
+    if current is not None:
+        from gputenancy.deliver import authorview
+
+        touched = authorview.touched_files(root, ref)
+        if touched is not None and not any(path.split("/", 1)[0] in INPUTS for path in touched):
+            return current
+    return model_at(root, ref, cache)
 
 
 def _export(commit: git.Commit, directory: str, target: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from gputenancy import engine
 from gputenancy.assemble import output
+from gputenancy.caching import memo
 from gputenancy.common.findings import Finding, PipelineError, Severity
 from gputenancy.common.objects import ObjectKey
 from gputenancy.deliver import baseline, budgetdiff, budgets, fleetrisks, rename
@@ -455,6 +456,15 @@ def make(
     elif Path(against).is_dir():
         inputs_ref = None
     trees, label = read_against(root, against)
-    before = baseline.model_at(root, inputs_ref) if inputs_ref is not None else None
+    before = (
+        baseline.model_before(
+            root,
+            inputs_ref,
+            current=result.model if cluster is None else None,  # --cluster loads one cluster only
+            cache=memo.open_cache(root, "auto"),
+        )
+        if inputs_ref is not None
+        else None
+    )
     made = build(result, trees, label=label, cluster=cluster, allow_delete=allow_delete, before=before)
     return result, dataclasses.replace(made, basis=note) if note else made
