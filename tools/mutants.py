@@ -1,4 +1,7 @@
 """The fixed list of mutants of tools/mutate.py: one small deliberate bug each in a core behaviour.
+This file holds the record and the mutants of the model, the Configuration merge, cache keys,
+quantities and webhook rules; tools/mutants_delivery.py those of plan, publish, writes, input limits,
+the claim chain per cluster, what people read and signals. `MUTANTS` is both, in that order.
 
 Each mutant names its file, the exact source text it changes (found once, or the run stops) and the
 replacement, the tests that concern it (pytest paths or node ids, run with -x), and what it breaks.
@@ -30,7 +33,6 @@ PLACEMENT = "gputenancy/policy/placement.py"
 CONFIG = "gputenancy/render/kueueconfig.py"
 ENGINE = "gputenancy/engine.py"
 CACHEKEY = "gputenancy/caching/cachekey.py"
-MEMO = "gputenancy/caching/memo.py"
 QUANTITY = "gputenancy/inputs/quantity.py"
 QUEUERULES = "gputenancy/check/webhook/queuerules.py"
 PLANVIEW = "gputenancy/deliver/planview.py"
@@ -65,7 +67,7 @@ T_MAPPINGS = ("tests/test_mapping_chain.py", "tests/test_chain_property.py")
 T_DOCS = ("tests/test_docs_prose.py", "tests/test_rules.py", "tests/test_trust_environment.py")
 T_SIGNALS = ("tests/test_signals.py",)
 
-MUTANTS: tuple[Mutant, ...] = (
+CORE: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ model rules
     Mutant(
         "capacity-boundary",
@@ -247,9 +249,9 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "key-tenant-by-name",
-        MEMO,
-        "tenant_record=repr(tenant)",
-        "tenant_record=tenant.name",
+        ENGINE,
+        "= (tenant, repr(tenant))",
+        "= (tenant, tenant.name)",
         T_CACHE,
         "a tenant's cache entry is keyed by its name, not its record",
     ),
@@ -359,289 +361,11 @@ MUTANTS: tuple[Mutant, ...] = (
         T_WEBHOOKS,
         "a zero quota is refused as negative",
     ),
-    # ------------------------------------------------------------------ plan exit codes and refusals
-    Mutant(
-        "plan-exit-no-changes",
-        PLANVIEW,
-        "return 1 if plan.failed else 2 if plan.changed else 0",
-        "return 1 if plan.failed else 0",
-        T_PLAN,
-        "plan exits 0 when there are changes",
-    ),
-    Mutant(
-        "plan-exit-refusal-as-change",
-        PLANVIEW,
-        "return 1 if plan.failed else 2 if plan.changed else 0",
-        "return 2 if plan.changed else 1 if plan.failed else 0",
-        T_PLAN,
-        "a refused plan with changes exits 2 instead of 1",
-    ),
-    Mutant(
-        "plan-exit-render-failed",
-        PLANVIEW,
-        "        emit(text)\n        return 1\n",
-        "        emit(text)\n        return 2\n",
-        T_PLAN,
-        "a plan whose render fails exits 2",
-    ),
-    Mutant(
-        "removal-refused-when-drained",
-        PLAN,
-        'o.key.kind == "ClusterQueue" and policy != DRAINED:',
-        'o.key.kind == "ClusterQueue" and policy == DRAINED:',
-        (*T_PLAN, "tests/test_publish.py"),
-        "removing an undrained tenant is allowed, a drained one refused",
-    ),
-    # ------------------------------------------------------------------ publish refusals
-    Mutant(
-        "publish-superseded-is-an-error",
-        PUBLISH,
-        '                return Outcome("superseded", text, tip.hexsha)',
-        '                raise gitrepo.fail(text, rule="publish-stale")',
-        T_PUBLISH,
-        "a publish superseded during its retries fails instead of stepping back",
-    ),
-    Mutant(
-        "publish-stale-pushes",
-        PUBLISH,
-        "            if newer:\n",
-        "            if newer and not newer:\n",
-        T_PUBLISH,
-        "a publish from an older source moves the deploy branch backwards",
-    ),
-    Mutant(
-        "publish-unknown-source-pushes",
-        PUBLISH,
-        "            if newer is None:\n",
-        "            if newer is None and newer is not None:\n",
-        T_PUBLISH,
-        "a publish whose source cannot be ordered against the deploy branch pushes",
-    ),
-    Mutant(
-        "publish-dirty-allowed",
-        PUBLISH,
-        "changed = [] if dry_run else gitrepo.dirty(",
-        "changed = [] if True else gitrepo.dirty(",
-        T_PUBLISH,
-        "publish commits from uncommitted inputs",
-    ),
-    Mutant(
-        "publish-no-source-trailer",
-        PUBLISH,
-        'trailers = f"Source-Repository: {source_url}\\nSource-Commit: {source_commit}"',
-        'trailers = f"Source-Repository: {source_url}"',
-        T_PUBLISH,
-        "commits lose the Source-Commit trailer that keeps the branch from going backwards",
-    ),
-    # ------------------------------------------------------------------ atomic write
-    Mutant(
-        "write-removes-first",
-        SWAP,
-        "    with output.staged(parent, {n: trees[n] for n in changed}) as staged:\n",
-        "    for n in changed:\n"
-        "        shutil.rmtree(parent / n, ignore_errors=True)\n"
-        "    with output.staged(parent, {n: trees[n] for n in changed}) as staged:\n",
-        T_OUTPUT,
-        "the old directory is removed before the new one is complete",
-    ),
-    Mutant(
-        "write-staging-left",
-        INTERRUPT,
-        "        yield path\n    finally:\n        rmtree(path)",
-        "        yield path\n    finally:\n        forget(path)",
-        T_OUTPUT,
-        "a failed write leaves its staging directory behind",
-    ),
-    Mutant(
-        "write-prunes-always",
-        SWAP,
-        "        if prune and parent.is_dir()",
-        "        if parent.is_dir()",
-        (*T_OUTPUT, "tests/test_publish.py::test_deploy_path_and_one_cluster"),
-        "writing one cluster removes the others",
-    ),
-    Mutant(
-        "write-all-changed",
-        SWAP,
-        "changed = [n for n, t in trees.items() if output.read_tree(parent / n) != dict(t)]",
-        "changed = list(trees)",
-        T_OUTPUT,
-        "every directory is rewritten and reported changed",
-    ),
-    # ------------------------------------------------------------------ source limits
-    Mutant(
-        "source-size-read",
-        FILES,
-        "        if info.st_size > max_bytes:",
-        "        if info.st_size > max_bytes and not info:",
-        T_SOURCE,
-        "the size on disk is not checked: a bounded read sees part of a large file and misreports its size",
-    ),
-    Mutant(
-        "source-size-limit",
-        DOCUMENT,
-        "MAX_FILE_BYTES = 256 * 1024",
-        "MAX_FILE_BYTES = 512 * 1024",
-        (*T_SOURCE, "tests/test_negative.py::test_oversized_file"),
-        "files up to 512 KiB are accepted",
-    ),
-    Mutant(
-        "source-depth",
-        YAMLBUILD,
-        "        if depth > MAX_DEPTH:",
-        "        if depth > MAX_DEPTH + 1:",
-        T_SOURCE,
-        "one level of nesting more than MAX_DEPTH passes",
-    ),
-    Mutant(
-        "source-alias-allowed",
-        YAMLBUILD,
-        '            self.report(\n                mark, "source-alias", f"alias',
-        '            (lambda *a: None)(\n                mark, "source-alias", f"alias',
-        T_SOURCE,
-        "aliases are accepted (only anchors are reported)",
-    ),
-    Mutant(
-        "source-tag-allowed",
-        YAMLBUILD,
-        '        self.report(\n            mark, "source-tag",',
-        '        (lambda *a: None)(\n            mark, "source-tag",',
-        T_SOURCE,
-        "explicit tags are accepted",
-    ),
-    Mutant(
-        "source-merge-key-allowed",
-        YAMLBUILD,
-        '        if plain and text == "<<":',
-        '        if plain and text == "<<" and not plain:',
-        T_SOURCE,
-        "merge keys are accepted",
-    ),
-    Mutant(
-        "source-findings-cap",
-        YAMLBUILD,
-        "        if same < MAX_FINDINGS_PER_RULE:",
-        "        if same <= MAX_FINDINGS_PER_RULE:",
-        T_SOURCE,
-        "one finding more than the cap per rule is shown",
-    ),
-    # ------------------------------------------------------------------ mappings merge, claim chain per cluster
-    Mutant(
-        "mapping-duplicate-name-allowed",
-        DRAMAPPINGS,
-        "            if name in seen_names:\n",
-        "            if name in seen_names and not seen_names:\n",
-        T_MAPPINGS,
-        "two deviceClassMappings with one name (base Configuration and catalog) pass; Kueue refuses them",
-    ),
-    Mutant(
-        "merge-unsorted",
-        CONFIG,
-        'merged = sorted([*existing, *generated], key=lambda m: str(m.get("name", "")))',
-        "merged = [*existing, *generated]",
-        T_MAPPINGS,
-        "merged mappings keep their sources' order (base first) instead of name order",
-    ),
-    Mutant(
-        "built-chain-coverage-off",
-        POSTBUILD,
-        "            elif resource not in covered(cq) and not ignored:",
-        "            elif resource not in covered(cq) and not ignored and cq is None:",
-        T_MAPPINGS,
-        "after kustomize, a ClusterQueue that does not cover the claimed resource passes",
-    ),
-    Mutant(
-        "coverage-default-budget",
-        CATALOG,
-        '    """Quota resource names the tenant\'s ClusterQueue on `cluster` covers."""\n'
-        "    out: dict[str, Origin] = {}\n"
-        "    for fb in tenant.budget_for(cluster) or ():",
-        '    """Quota resource names the tenant\'s ClusterQueue on `cluster` covers."""\n'
-        "    out: dict[str, Origin] = {}\n"
-        "    for fb in tenant.default_budget or tenant.budget_for(cluster) or ():",
-        T_MAPPINGS,
-        "claim-coverage checks the default budget on every cluster, not the cluster's own",
-    ),
-    Mutant(
-        "queue-default-budget",
-        MANIFESTS,
-        "budget = tenant.budget_for(cluster.name) or ()",
-        "budget = tenant.default_budget or tenant.budget_for(cluster.name) or ()",
-        T_MAPPINGS,
-        "a ClusterQueue gets the tenant's default budget on a cluster that has its own",
-    ),
-    Mutant(
-        "claims-first-namespace",
-        MANIFESTS,
-        "for ns in ct.namespaces or namespaces:",
-        "for ns in ct.namespaces or namespaces[:1]:",
-        ("tests/test_chain_property.py",),
-        "a claim template not scoped to namespaces lands in the tenant's first namespace only",
-    ),
-    # ------------------------------------------------------------------ what people read
-    Mutant(
-        "prose-angle-brackets-raw",
-        MDSAFE,
-        r"\[\]<>!|~",
-        r"\[\]!|~",
-        T_DOCS,
-        "`<` and `>` in PR-comment prose are written raw: tags, comments and quotes open",
-    ),
-    Mutant(
-        "prose-greater-than-raw",
-        MDSAFE,
-        r"\[\]<>!|~",
-        r"\[\]<!|~",
-        T_DOCS,
-        "`>` in PR-comment prose is written raw",
-    ),
-    Mutant(
-        "rules-explain-swapped",
-        RULEINDEX,
-        "\\n\\nFails:  {d.fails}\\nPasses: {d.passes}\\n",
-        "\\n\\nFails:  {d.passes}\\nPasses: {d.fails}\\n",
-        T_DOCS,
-        "`rules ID` prints the passing example under Fails and the failing one under Passes",
-    ),
-    Mutant(
-        "rules-docstring-swapped",
-        RULEINDEX,
-        'fails.group(1) if fails else "", passes.group(1) if passes else ""',
-        'passes.group(1) if passes else "", fails.group(1) if fails else ""',
-        T_DOCS,
-        "examples documented in docstrings come out under the wrong heading",
-    ),
-    Mutant(
-        "rules-passes-runs-on",
-        RULEINDEX,
-        r"Passes:\s*(.*?)(?=\s*Fails:|$)",
-        r"Passes:\s*(.*?)(?=$)",
-        T_DOCS,
-        "a docstring's Passes example runs on into the Fails example after it",
-    ),
-    Mutant(
-        "rules-table-swapped",
-        RULEINDEX,
-        "out += [RuleDoc(*row) for row in _TABLE]",
-        "out += [RuleDoc(*row[:3], row[4], row[3]) for row in _TABLE]",
-        T_DOCS,
-        "the rule table's examples come out under the wrong heading",
-    ),
-    # ------------------------------------------------------------------ signals
-    Mutant(
-        "stop-no-sweep",
-        INTERRUPT,
-        "            if os.path.lexists(path):\n                shutil.rmtree(path, ignore_errors=True)\n",
-        "            if os.path.lexists(path) and not path:\n                shutil.rmtree(path, ignore_errors=True)\n",
-        T_SIGNALS,
-        "what a stop leaves registered (generated/.old-* after the commit point) is not removed",
-    ),
-    Mutant(
-        "stop-staging-unregistered",
-        OUTPUT,
-        'with interrupt.temporary_directory(f".staging-{os.getpid()}-", parent) as staging:',
-        'with contextlib.nullcontext(Path(__import__("tempfile").mkdtemp(prefix=".staging-", dir=parent))) as staging:',
-        T_SIGNALS,
-        "generated/.staging-* is made outside the registry and never removed",
-    ),
 )
+
+
+def all_mutants() -> tuple[Mutant, ...]:
+    """CORE, then the delivery mutants of tools/mutants_delivery.py."""
+    from mutants_delivery import DELIVERY
+
+    return (*CORE, *DELIVERY)

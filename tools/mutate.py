@@ -1,7 +1,7 @@
 """A mutation run: small deliberate bugs in the core behaviours, one at a time, each in a copy of the
 tree; a mutant is killed when the tests that concern it fail (or time out), and survives when they pass.
 
-    python tools/mutate.py                     # every mutant in tools/mutants.py
+    python tools/mutate.py                     # every mutant in tools/mutants.py and mutants_delivery.py
     python tools/mutate.py quota-limits-equal  # some of them, by id
     python tools/mutate.py --list              # ids, files and tests
     python tools/mutate.py --markdown out.md   # also write the result table (docs/testing.md)
@@ -35,7 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mutants import MUTANTS, Mutant
+from mutants import Mutant, all_mutants
+
+MUTANTS = all_mutants()
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 600.0
