@@ -255,7 +255,9 @@ def test_kueue_schemas_are_fetched_cached_by_the_lock_and_passed(
     under the lock's hash, and every command that validates gets --schemas."""
     steps = workflows()[workflow]["jobs"][job]["steps"]
     runs = [str(s.get("run", "")) for s in steps]
-    (cache,) = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache@")]
+    schemas = workflows()[workflow]["jobs"][job]["env"]["SCHEMAS"]
+    (cache,) = [s for s in steps if s.get("with", {}).get("path") == schemas]
+    assert str(cache["uses"]).startswith("actions/cache@")
     assert cache["with"]["key"].endswith("${{ hashFiles('schemas.lock') }}")
     fetch = next(i for i, r in enumerate(runs) if "pipeline.py schemas fetch --schemas" in r)
     assert steps.index(cache) < fetch
@@ -263,3 +265,43 @@ def test_kueue_schemas_are_fetched_cached_by_the_lock_and_passed(
         (i,) = [i for i, r in enumerate(runs) if command in r]
         assert i > fetch and '--schemas "$SCHEMAS"' in runs[i], command
     assert cache["with"]["path"] == workflows()[workflow]["jobs"][job]["env"]["SCHEMAS"]
+
+
+def _pipeline_cache(workflow: str, job: str) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    found = workflows()[workflow]["jobs"][job]
+    steps, directory = found["steps"], found["env"]["GPUTENANCY_CACHE"]
+    (cache,) = [s for s in steps if s.get("with", {}).get("path") == directory]
+    return cache, steps, directory
+
+
+def test_publish_keeps_the_pipeline_cache_from_one_publish_to_the_next() -> None:
+    """main's publish restores the newest cache and saves its own under the commit it published, so the
+    next publish and every pull request start warm."""
+    cache, steps, directory = _pipeline_cache("publish.yaml", "publish")
+    assert directory.startswith("/tmp/") and str(cache["uses"]).startswith("actions/cache@")
+    assert cache["with"]["key"] == "gputenancy-cache-${{ github.sha }}"
+    assert cache["with"]["restore-keys"] == "gputenancy-cache-"
+    (publish,) = [i for i, s in enumerate(steps) if "pipeline.py publish" in str(s.get("run", ""))]
+    assert steps.index(cache) < publish
+
+
+def test_pull_requests_only_read_the_pipeline_cache() -> None:
+    """A pull request restores main's cache before the first command that renders and never saves one:
+    its code and inputs are untrusted, and a cache it saved could stand in for what kustomize built."""
+    cache, steps, directory = _pipeline_cache("pull-request.yaml", "plan")
+    assert directory.startswith("/tmp/")
+    assert str(cache["uses"]).startswith("actions/cache/restore@")
+    assert cache["with"]["key"].startswith("gputenancy-cache-")
+    assert cache["with"]["restore-keys"] == "gputenancy-cache-"
+    pr_jobs = workflows()["pull-request.yaml"]["jobs"].values()
+    saving = [
+        s
+        for j in pr_jobs
+        for s in j.get("steps", [])
+        if str(s.get("uses", "")).startswith(("actions/cache@", "actions/cache/save@"))
+        and s.get("with", {}).get("path") == directory
+    ]
+    assert saving == []
+    runs = [str(s.get("run", "")) for s in steps]
+    first = min(i for i, r in enumerate(runs) if "pipeline.py validate" in r or "pipeline.py check" in r)
+    assert steps.index(cache) < first
