@@ -443,3 +443,30 @@ def test_markdown_is_cut_under_the_comment_limit_with_a_note() -> None:
     assert md.count("<details>") == md.count("</details>") > 50
     small = planview.format_markdown(_big_plan(10))
     assert "were cut" not in small and small.count("<details>") == 10
+
+
+def test_read_tree_is_every_regular_file_byte_for_byte(tmp_path: Path) -> None:
+    """The synced tree as read for the plan: every regular file, empty and large ones included, by
+    POSIX path, sorted; symlinks neither followed nor listed; an oversized file refused."""
+    from gputenancy.assemble import output
+
+    tree = tmp_path / "generated" / "prod"
+    files = {
+        "clusterqueue/a.yaml": b"kind: ClusterQueue\n",
+        "empty.yaml": b"",
+        "localqueue/ns/deep/b.yaml": bytes(range(256)) * 4096,  # 1 MiB, every byte value
+        "z.txt": b"\xff\xfe not text",
+    }
+    for rel, data in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_bytes(data)
+    (tree / "link.yaml").symlink_to(tree / "clusterqueue" / "a.yaml")
+    (tree / "linked-dir").symlink_to(tree / "localqueue")
+    read = output.read_tree(tree)
+    assert read == files and list(read) == sorted(files)
+    assert output.read_tree(tmp_path / "missing") == {}
+    with open(tree / "big.yaml", "wb") as f:
+        f.truncate(output.MAX_TREE_FILE_BYTES + 1)
+    with pytest.raises(PipelineError) as caught:
+        output.read_tree(tree)
+    assert [(f.rule, f.path) for f in caught.value.findings] == [("source-size", "generated/prod/big.yaml")]
