@@ -5,6 +5,7 @@ commit of a repository built under tmp_path."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import trees
 
 from gputenancy.cli.app import main
+from gputenancy.deliver import baseline, planview
 
 SPEECH_2 = "gpu.nvidia.com: {nominal: 2, borrowingLimit: 2}"
 SPEECH_4 = "gpu.nvidia.com: {nominal: 4, borrowingLimit: 2}"
@@ -263,3 +265,52 @@ def test_the_inputs_before_are_read_again_only_when_the_change_touches_them(tmp_
     before = baseline.model_before(root, "HEAD", current=changed, cache=None)
     assert before is not None and before is not changed
     assert before.tenants == current.tenants != changed.tenants
+
+
+def test_what_the_plan_makes_only_where_it_is_shown_is_what_a_full_computation_gives(tmp_path: Path) -> None:
+    """The capacity table is made for the clusters that change (every cluster for the JSON view),
+    the grants of the changed tenants from their clusters alone, and a grant row the change leaves
+    exactly as it was is not worded to find out it did not change: each is what computing
+    everything for every cluster gives."""
+    from gputenancy.deliver import budgetdiff, budgets
+    from gputenancy.deliver import plan as planner
+
+    root = example(tmp_path)
+    speech_up_vision_down(root)  # prod changes, lab does not
+    _, shown = planner.make(root, cluster=None, against="HEAD", schemas=None, allow_delete=False)
+    result, full = planner.make(
+        root, cluster=None, against="HEAD", schemas=None, allow_delete=False, all_capacity=True
+    )
+    assert shown is not None and full is not None
+    assert [(c.name, c.changed) for c in shown.clusters] == [("lab", False), ("prod", True)]
+    assert [(c.name, c.changed) for c in full.clusters] == [("lab", False), ("prod", True)]
+    assert shown.clusters[1] == full.clusters[1] and full.clusters[1].capacity
+    assert shown.clusters[0].capacity == () and full.clusters[0].capacity  # lab's table, JSON only
+    assert shown == dataclasses.replace(full, clusters=(shown.clusters[0], full.clusters[1]))
+    touched = {c.name: c.tenants for c in full.clusters}
+    every = budgets.pools(result.model)
+    assert full.grants == tuple(
+        sorted(
+            (g for p in every for g in p.grants if g.tenant in touched[g.cluster]),
+            key=lambda g: (g.cluster, g.tenant, g.flavor, g.resource),
+        )
+    )
+    before = baseline.model_at(root, "HEAD")
+    assert before is not None
+    old = {
+        (g.cluster, g.tenant, g.flavor, g.resource): g
+        for p in budgets.pools(before, ["prod"])
+        for g in p.grants
+    }
+    new = {
+        (g.cluster, g.tenant, g.flavor, g.resource): g for p in every if p.cluster == "prod" for g in p.grants
+    }
+    diffs = [
+        budgetdiff.GrantDiff(*k, old.get(k), new.get(k), k[1] not in touched["prod"])
+        for k in sorted(old.keys() | new.keys())
+    ]
+    expected = tuple(d for d in diffs if not d.affected or d.changed)
+    assert full.grant_diffs == expected and any(d.affected for d in expected)
+    assert len(expected) < len(diffs)  # rows the change leaves alone stay out
+    planview_doc = planview.to_json(full)
+    assert all(c["capacity"] for c in planview_doc["clusters"])

@@ -126,9 +126,12 @@ def read_tree(directory: Path) -> dict[str, bytes]:
     return {rel: _read_file(absolute, size) for rel, absolute, size in files}
 
 
+_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
+
 def _read_file(path: str, size: int) -> bytes:
     """The whole file: one read of the size it had when listed, more while it has grown since."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    fd = os.open(path, _READ)
     try:
         data = os.read(fd, size + 1)
         if len(data) <= size:
