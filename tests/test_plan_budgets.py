@@ -314,3 +314,72 @@ def test_what_the_plan_makes_only_where_it_is_shown_is_what_a_full_computation_g
     assert len(expected) < len(diffs)  # rows the change leaves alone stay out
     planview_doc = planview.to_json(full)
     assert all(c["capacity"] for c in planview_doc["clusters"])
+
+
+def _copy_tenant(root: Path, old: str, new: str, *, keep: bool = True) -> None:
+    text = (root / "tenants" / f"{old}.yaml").read_text()
+    if not keep:
+        (root / "tenants" / f"{old}.yaml").unlink()
+    (root / "tenants" / f"{new}.yaml").write_text(text.replace(f"name: {old}\n", f"name: {new}\n", 1))
+
+
+CHANGES = {
+    "edited": speech_up_vision_down,
+    "added": lambda root: _copy_tenant(root, "sandbox", "a-first"),  # sorts before every other file
+    "removed": lambda root: (root / "tenants" / "nlp.yaml").unlink(),
+    "renamed": lambda root: _copy_tenant(root, "speech", "voice", keep=False),
+    "overlay": lambda root: (
+        trees.replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 160 "),
+        speech_up_vision_down(root),
+    ),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_the_model_before_reads_only_the_changed_files_and_is_what_a_full_read_gives(
+    tmp_path: Path, change: str
+) -> None:
+    """With input files changed since the base, only those are read at the base; every other tenant
+    record is the work tree's own. The model is exactly the one reading everything at the base gives
+    (an edited, an added, a removed and a renamed tenant file; a changed overlay and tenants)."""
+    from gputenancy.inputs.spec import load_model
+
+    root = example(tmp_path)
+    CHANGES[change](root)
+    current = load_model(root)[0]
+    before = baseline.model_before(root, "HEAD", current=current, cache=None)
+    full = baseline.model_at(root, "HEAD")
+    assert before is not None and full is not None and before is not current
+    assert dataclasses.replace(before, root=full.root) == full
+    assert (before.tenants, before.clusters) != (current.tenants, current.clusters)
+    reused = [t for t in before.tenants if any(t is c for c in current.tenants)]
+    changed = {"edited": 2, "added": 0, "removed": 1, "renamed": 1, "overlay": 2}[change]
+    assert len(reused) == len(full.tenants) - changed  # read again: only what the change touches
+
+
+def test_reading_the_changed_files_at_the_base_leaves_the_work_trees_input_cache_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next plan parses no work-tree input file again (the run's input-file cache is not left
+    holding the base's few files); of the tenant files, only the changed ones are parsed at the base
+    (with base/ and overlays/ there, a few files), every time."""
+    from gputenancy.deliver import plan as planner
+    from gputenancy.inputs import source
+
+    root = example(tmp_path)
+    speech_up_vision_down(root)
+    parsed: list[str] = []
+    real = source._load_bytes
+
+    def counting(data: bytes, shown: str, max_bytes: int) -> source.Document:
+        parsed.append(shown)
+        return real(data, shown, max_bytes)
+
+    planner.make(root, cluster=None, against=None, schemas=None, allow_delete=False)
+    monkeypatch.setattr(source, "_load_bytes", counting)
+    for _ in range(2):
+        parsed.clear()
+        _, made = planner.make(root, cluster=None, against=None, schemas=None, allow_delete=False)
+        assert made is not None and made.known_before and made.grant_diffs
+        tenants = [p for p in parsed if not p.startswith(("base/", "overlays/"))]
+        assert tenants == ["tenants/speech.yaml", "tenants/vision.yaml"], parsed  # as they are at HEAD
