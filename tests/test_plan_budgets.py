@@ -383,3 +383,34 @@ def test_reading_the_changed_files_at_the_base_leaves_the_work_trees_input_cache
         assert made is not None and made.known_before and made.grant_diffs
         tenants = [p for p in parsed if not p.startswith(("base/", "overlays/"))]
         assert tenants == ["tenants/speech.yaml", "tenants/vision.yaml"], parsed  # as they are at HEAD
+
+
+def test_the_files_touched_under_the_inputs_are_those_of_all_touched_files_there(tmp_path: Path) -> None:
+    """git looks only under base/, overlays/ and tenants/ for the model before, and finds there what
+    it finds looking everywhere: edited, removed, untracked (not ignored) and staged files."""
+    import git
+
+    from gputenancy.deliver import authorview
+
+    root = example(tmp_path)
+    speech_up_vision_down(root)
+    (root / "tenants" / "nlp.yaml").unlink()
+    _copy_tenant(root, "sandbox", "new one")  # untracked, with a space in its name
+    (root / ".gitignore").write_text("tenants/ignored.yaml\n")
+    (root / "tenants" / "ignored.yaml").write_text("ignored\n")
+    (root / "generated" / "note.txt").write_text("outside the inputs\n")
+    trees.replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 160 ")
+    with git.Repo(root) as repo:
+        repo.git.add("overlays/prod/cluster.yaml")
+    everything = authorview.touched_files(root, "HEAD")
+    inputs = authorview.touched_files(root, "HEAD", baseline.INPUTS)
+    assert everything is not None and inputs is not None
+    assert inputs == {p for p in everything if p.split("/", 1)[0] in baseline.INPUTS}
+    assert inputs == {
+        "overlays/prod/cluster.yaml",
+        "tenants/new one.yaml",
+        "tenants/nlp.yaml",
+        "tenants/speech.yaml",
+        "tenants/vision.yaml",
+    }
+    assert {".gitignore", "generated/note.txt"} <= everything

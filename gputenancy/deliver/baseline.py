@@ -84,7 +84,7 @@ def model_before(root: Path, ref: str, *, current: Model | None, cache: Cache | 
     if current is not None:
         from gputenancy.deliver import authorview
 
-        touched = authorview.touched_files(root, ref)
+        touched = authorview.touched_files(root, ref, INPUTS)
         if touched is not None and not any(path.split("/", 1)[0] in INPUTS for path in touched):
             return current
         if touched is not None and not fleet.managers(current):
