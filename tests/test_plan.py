@@ -443,3 +443,104 @@ def test_markdown_is_cut_under_the_comment_limit_with_a_note() -> None:
     assert md.count("<details>") == md.count("</details>") > 50
     small = planview.format_markdown(_big_plan(10))
     assert "were cut" not in small and small.count("<details>") == 10
+
+
+def test_read_tree_is_every_regular_file_byte_for_byte(tmp_path: Path) -> None:
+    """The synced tree as read for the plan: every regular file, empty and large ones included, by
+    POSIX path, sorted; symlinks neither followed nor listed; an oversized file refused."""
+    from gputenancy.assemble import output
+
+    tree = tmp_path / "generated" / "prod"
+    files = {
+        "clusterqueue/a.yaml": b"kind: ClusterQueue\n",
+        "empty.yaml": b"",
+        "localqueue/ns/deep/b.yaml": bytes(range(256)) * 4096,  # 1 MiB, every byte value
+        "z.txt": b"\xff\xfe not text",
+    }
+    for rel, data in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_bytes(data)
+    (tree / "link.yaml").symlink_to(tree / "clusterqueue" / "a.yaml")
+    (tree / "linked-dir").symlink_to(tree / "localqueue")
+    read = output.read_tree(tree)
+    assert read == files and list(read) == sorted(files)
+    assert output.read_tree(tmp_path / "missing") == {}
+    with open(tree / "big.yaml", "wb") as f:
+        f.truncate(output.MAX_TREE_FILE_BYTES + 1)
+    with pytest.raises(PipelineError) as caught:
+        output.read_tree(tree)
+    assert [(f.rule, f.path) for f in caught.value.findings] == [("source-size", "generated/prod/big.yaml")]
+
+
+def _mutants(value: Any) -> Any:
+    """Every one-place change of an object: each scalar changed in value and in type, each key
+    removed, a key added to each mapping, each list grown, shortened, reversed and emptied, most
+    keys replaced at once, and a few values that DeepDiff matches its own way (1 and True, 1.0)."""
+    if isinstance(value, dict):
+        yield {**value, "added-key": "x"}
+        if len(value) > 2:
+            yield {k: v for i, (k, v) in enumerate(value.items()) if i == 0} | {"other": 1, "more": 2}
+        for k, v in value.items():
+            yield {x: y for x, y in value.items() if x != k}
+            for m in _mutants(v):
+                yield {**value, k: m}
+    elif isinstance(value, list):
+        yield [*value, value[-1] if value else "x"]
+        yield value[1:]
+        yield value[::-1]
+        yield []
+        for i, v in enumerate(value):
+            for m in _mutants(v):
+                yield [*value[:i], m, *value[i + 1 :]]
+    elif isinstance(value, bool):
+        yield not value
+        yield int(value)
+    elif isinstance(value, int):
+        yield value + 1
+        yield str(value)
+        yield float(value)
+        yield value == 1
+    elif isinstance(value, str):
+        yield value + "-changed"
+        yield None
+        yield f"{value}\nsecond: line" if value else "a: [1, 2]\n"
+
+
+def test_object_changes_are_worded_as_deepdiff_reports_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mappings and scalars are compared without DeepDiff; the changes are exactly those DeepDiff's
+    reports give, for every one-place change of every object the fixture renders."""
+    from gputenancy.deliver.objectdiff import _changes
+
+    objects = [
+        body
+        for tree in (output_read(trees.rendered() / "generated" / c) for c in ("lab", "prod"))
+        for data in tree.values()
+        for body in objectdiff.load_objects("x", data)
+    ]
+    pairs = [(o, m) for o in objects for m in _mutants(o)]
+    fast = [_changes(str(o["kind"]), o, m) for o, m in pairs]
+    left: list[int] = []
+    real = objectdiff._walk
+
+    def counted(*args: Any) -> None:
+        try:
+            real(*args)
+        except objectdiff._Deeper:
+            left.append(1)
+            raise
+
+    monkeypatch.setattr(objectdiff, "_walk", counted)
+    assert [_changes(str(o["kind"]), o, m) for o, m in pairs] == fast
+    assert len(pairs) - len(left) > 500 and left  # both ways taken, hundreds of times each
+
+    def deepdiff_only(*args: Any) -> None:
+        raise objectdiff._Deeper
+
+    monkeypatch.setattr(objectdiff, "_walk", deepdiff_only)
+    assert [_changes(str(o["kind"]), o, m) for o, m in pairs] == fast
+
+
+def output_read(directory: Path) -> dict[str, bytes]:
+    from gputenancy.assemble import output
+
+    return output.read_tree(directory)

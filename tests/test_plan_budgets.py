@@ -5,6 +5,7 @@ commit of a repository built under tmp_path."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import trees
 
 from gputenancy.cli.app import main
+from gputenancy.deliver import baseline, planview
 
 SPEECH_2 = "gpu.nvidia.com: {nominal: 2, borrowingLimit: 2}"
 SPEECH_4 = "gpu.nvidia.com: {nominal: 4, borrowingLimit: 2}"
@@ -263,3 +265,152 @@ def test_the_inputs_before_are_read_again_only_when_the_change_touches_them(tmp_
     before = baseline.model_before(root, "HEAD", current=changed, cache=None)
     assert before is not None and before is not changed
     assert before.tenants == current.tenants != changed.tenants
+
+
+def test_what_the_plan_makes_only_where_it_is_shown_is_what_a_full_computation_gives(tmp_path: Path) -> None:
+    """The capacity table is made for the clusters that change (every cluster for the JSON view),
+    the grants of the changed tenants from their clusters alone, and a grant row the change leaves
+    exactly as it was is not worded to find out it did not change: each is what computing
+    everything for every cluster gives."""
+    from gputenancy.deliver import budgetdiff, budgets
+    from gputenancy.deliver import plan as planner
+
+    root = example(tmp_path)
+    speech_up_vision_down(root)  # prod changes, lab does not
+    _, shown = planner.make(root, cluster=None, against="HEAD", schemas=None, allow_delete=False)
+    result, full = planner.make(
+        root, cluster=None, against="HEAD", schemas=None, allow_delete=False, all_capacity=True
+    )
+    assert shown is not None and full is not None
+    assert [(c.name, c.changed) for c in shown.clusters] == [("lab", False), ("prod", True)]
+    assert [(c.name, c.changed) for c in full.clusters] == [("lab", False), ("prod", True)]
+    assert shown.clusters[1] == full.clusters[1] and full.clusters[1].capacity
+    assert shown.clusters[0].capacity == () and full.clusters[0].capacity  # lab's table, JSON only
+    assert shown == dataclasses.replace(full, clusters=(shown.clusters[0], full.clusters[1]))
+    touched = {c.name: c.tenants for c in full.clusters}
+    every = budgets.pools(result.model)
+    assert full.grants == tuple(
+        sorted(
+            (g for p in every for g in p.grants if g.tenant in touched[g.cluster]),
+            key=lambda g: (g.cluster, g.tenant, g.flavor, g.resource),
+        )
+    )
+    before = baseline.model_at(root, "HEAD")
+    assert before is not None
+    old = {
+        (g.cluster, g.tenant, g.flavor, g.resource): g
+        for p in budgets.pools(before, ["prod"])
+        for g in p.grants
+    }
+    new = {
+        (g.cluster, g.tenant, g.flavor, g.resource): g for p in every if p.cluster == "prod" for g in p.grants
+    }
+    diffs = [
+        budgetdiff.GrantDiff(*k, old.get(k), new.get(k), k[1] not in touched["prod"])
+        for k in sorted(old.keys() | new.keys())
+    ]
+    expected = tuple(d for d in diffs if not d.affected or d.changed)
+    assert full.grant_diffs == expected and any(d.affected for d in expected)
+    assert len(expected) < len(diffs)  # rows the change leaves alone stay out
+    planview_doc = planview.to_json(full)
+    assert all(c["capacity"] for c in planview_doc["clusters"])
+
+
+def _copy_tenant(root: Path, old: str, new: str, *, keep: bool = True) -> None:
+    text = (root / "tenants" / f"{old}.yaml").read_text()
+    if not keep:
+        (root / "tenants" / f"{old}.yaml").unlink()
+    (root / "tenants" / f"{new}.yaml").write_text(text.replace(f"name: {old}\n", f"name: {new}\n", 1))
+
+
+CHANGES = {
+    "edited": speech_up_vision_down,
+    "added": lambda root: _copy_tenant(root, "sandbox", "a-first"),  # sorts before every other file
+    "removed": lambda root: (root / "tenants" / "nlp.yaml").unlink(),
+    "renamed": lambda root: _copy_tenant(root, "speech", "voice", keep=False),
+    "overlay": lambda root: (
+        trees.replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 160 "),
+        speech_up_vision_down(root),
+    ),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_the_model_before_reads_only_the_changed_files_and_is_what_a_full_read_gives(
+    tmp_path: Path, change: str
+) -> None:
+    """With input files changed since the base, only those are read at the base; every other tenant
+    record is the work tree's own. The model is exactly the one reading everything at the base gives
+    (an edited, an added, a removed and a renamed tenant file; a changed overlay and tenants)."""
+    from gputenancy.inputs.spec import load_model
+
+    root = example(tmp_path)
+    CHANGES[change](root)
+    current = load_model(root)[0]
+    before = baseline.model_before(root, "HEAD", current=current, cache=None)
+    full = baseline.model_at(root, "HEAD")
+    assert before is not None and full is not None and before is not current
+    assert dataclasses.replace(before, root=full.root) == full
+    assert (before.tenants, before.clusters) != (current.tenants, current.clusters)
+    reused = [t for t in before.tenants if any(t is c for c in current.tenants)]
+    changed = {"edited": 2, "added": 0, "removed": 1, "renamed": 1, "overlay": 2}[change]
+    assert len(reused) == len(full.tenants) - changed  # read again: only what the change touches
+
+
+def test_reading_the_changed_files_at_the_base_leaves_the_work_trees_input_cache_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next plan parses no work-tree input file again (the run's input-file cache is not left
+    holding the base's few files); of the tenant files, only the changed ones are parsed at the base
+    (with base/ and overlays/ there, a few files), every time."""
+    from gputenancy.deliver import plan as planner
+    from gputenancy.inputs import source
+
+    root = example(tmp_path)
+    speech_up_vision_down(root)
+    parsed: list[str] = []
+    real = source._load_bytes
+
+    def counting(data: bytes, shown: str, max_bytes: int) -> source.Document:
+        parsed.append(shown)
+        return real(data, shown, max_bytes)
+
+    planner.make(root, cluster=None, against=None, schemas=None, allow_delete=False)
+    monkeypatch.setattr(source, "_load_bytes", counting)
+    for _ in range(2):
+        parsed.clear()
+        _, made = planner.make(root, cluster=None, against=None, schemas=None, allow_delete=False)
+        assert made is not None and made.known_before and made.grant_diffs
+        tenants = [p for p in parsed if not p.startswith(("base/", "overlays/"))]
+        assert tenants == ["tenants/speech.yaml", "tenants/vision.yaml"], parsed  # as they are at HEAD
+
+
+def test_the_files_touched_under_the_inputs_are_those_of_all_touched_files_there(tmp_path: Path) -> None:
+    """git looks only under base/, overlays/ and tenants/ for the model before, and finds there what
+    it finds looking everywhere: edited, removed, untracked (not ignored) and staged files."""
+    import git
+
+    from gputenancy.deliver import authorview
+
+    root = example(tmp_path)
+    speech_up_vision_down(root)
+    (root / "tenants" / "nlp.yaml").unlink()
+    _copy_tenant(root, "sandbox", "new one")  # untracked, with a space in its name
+    (root / ".gitignore").write_text("tenants/ignored.yaml\n")
+    (root / "tenants" / "ignored.yaml").write_text("ignored\n")
+    (root / "generated" / "note.txt").write_text("outside the inputs\n")
+    trees.replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 160 ")
+    with git.Repo(root) as repo:
+        repo.git.add("overlays/prod/cluster.yaml")
+    everything = authorview.touched_files(root, "HEAD")
+    inputs = authorview.touched_files(root, "HEAD", baseline.INPUTS)
+    assert everything is not None and inputs is not None
+    assert inputs == {p for p in everything if p.split("/", 1)[0] in baseline.INPUTS}
+    assert inputs == {
+        "overlays/prod/cluster.yaml",
+        "tenants/new one.yaml",
+        "tenants/nlp.yaml",
+        "tenants/speech.yaml",
+        "tenants/vision.yaml",
+    }
+    assert {".gitignore", "generated/note.txt"} <= everything

@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 from gputenancy.common import report, safetext
 from gputenancy.common.findings import Finding, Severity, is_root_cause
@@ -141,9 +142,10 @@ def formatted(
     return report.format_findings(headlines(findings, touched), fmt, notes)
 
 
-def touched_files(root: Path, base: str | None) -> set[str] | None:
+def touched_files(root: Path, base: str | None, within: Sequence[str] = ()) -> set[str] | None:
     """The root-relative paths the change touches since `base` (committed, staged, unstaged and
-    untracked); None when there is no base or it cannot be read."""
+    untracked), only under the root-relative directories `within` when given (git then looks at
+    nothing else); None when there is no base or it cannot be read."""
     if base is None or Path(base).is_dir():
         return None
     import git
@@ -160,12 +162,20 @@ def touched_files(root: Path, base: str | None) -> set[str] | None:
             return None
         prefix = gitrepo.relative(repo, root, ".")
         prefix = "" if prefix in ("", ".") else prefix + "/"
+        spec = [f"{prefix}{w}" for w in within]
         try:
-            names = repo.git.diff("--name-only", "--no-renames", base, "--").splitlines()
-            names += repo.untracked_files
+            names = repo.git.diff("--name-only", "--no-renames", base, "--", *spec).splitlines()
+            names += repo.untracked_files if not spec else _untracked(repo, spec)
         except git.GitCommandError:  # a base that cannot be compared only loses the ordering
             return None
     return {n.removeprefix(prefix) for n in names if n.startswith(prefix)}
+
+
+def _untracked(repo: Any, spec: Sequence[str]) -> list[str]:
+    """Untracked files under `spec` that are not ignored, as `repo.untracked_files` lists them."""
+    return [
+        n for n in repo.git.ls_files("--others", "--exclude-standard", "-z", "--", *spec).split("\0") if n
+    ]
 
 
 def change_base(against: str | None, environ: os._Environ[str] | dict[str, str]) -> str | None:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from gputenancy.deliver import budgets, mdsafe
 from gputenancy.deliver.budgets import Grant, Pool
 from gputenancy.inputs.hami import human
-from gputenancy.inputs.spec import Model
+from gputenancy.inputs.quantity import Quantity
 
 CELLS = ("nominal", "borrowing", "lending", "reach")
 _MARK = "**"  # a changed cell in markdown
@@ -85,34 +85,58 @@ def _by_key(found: Iterable[Pool]) -> dict[tuple[str, str, str], Pool]:
     return {(p.cluster, p.flavor, p.resource): p for p in found}
 
 
-def pools(before: Model | None, after: Model, clusters: Sequence[str]) -> tuple[PoolDiff, ...]:
-    """The pools of `clusters` whose capacity or holders change (all of them when before is None:
-    nothing to compare with, so nothing is known to be unchanged)."""
-    new = _by_key(budgets.pools(after, [c for c in clusters if c in after.clusters]))
-    old = _by_key(budgets.pools(before, [c for c in clusters if c in before.clusters])) if before else {}
+def pools(before: Sequence[Pool] | None, after: Sequence[Pool]) -> tuple[PoolDiff, ...]:
+    """The pools (`budgets.pools` of the same clusters in the model before and after) whose capacity
+    or holders change (all of them when before is None: nothing to compare with, so nothing is
+    known to be unchanged)."""
+    new = _by_key(after)
+    old = _by_key(before) if before is not None else {}
     diffs = [PoolDiff(*k, old.get(k), new.get(k)) for k in sorted(old.keys() | new.keys())]
     return tuple(d for d in diffs if before is None or d.changed)
 
 
 def grants(
-    before: Model | None, after: Model, touched: Mapping[str, Sequence[str]], clusters: Sequence[str]
+    before: Sequence[Pool] | None, after: Sequence[Pool], touched: Mapping[str, Sequence[str]]
 ) -> tuple[GrantDiff, ...]:
     """Every grant row of the touched tenants ({cluster: tenants}), and the rows of other tenants on
-    those clusters whose grant changes (reach, through the cohort)."""
-    new = _rows(after, clusters)
-    old = _rows(before, clusters) if before is not None else {}
+    those clusters whose grant changes (reach, through the cohort); the pools as for `pools`."""
+    new = _rows(after)
+    old = _rows(before) if before is not None else {}
     out = []
     for key in sorted(old.keys() | new.keys()):
         cluster, tenant = key[0], key[1]
-        diff = GrantDiff(*key, old.get(key), new.get(key), tenant not in touched.get(cluster, ()))
-        if not diff.affected or (before is not None and diff.changed):
+        a, b = old.get(key), new.get(key)
+        diff = GrantDiff(*key, a, b, tenant not in touched.get(cluster, ()))
+        if not diff.affected or (before is not None and not _same(a, b) and diff.changed):
             out.append(diff)
     return tuple(out)
 
 
-def _rows(model: Model, clusters: Sequence[str]) -> dict[tuple[str, str, str, str], Grant]:
-    found = budgets.pools(model, [c for c in clusters if c in model.clusters])
+def _rows(found: Iterable[Pool]) -> dict[tuple[str, str, str, str], Grant]:
     return {(g.cluster, g.tenant, g.flavor, g.resource): g for p in found for g in p.grants}
+
+
+def _same(a: Grant | None, b: Grant | None) -> bool:
+    """Grants every cell shows alike: the same fields and each quantity the same Decimal in the same
+    format (most of a cluster's grants, which a change leaves as they were)."""
+    return a is b or (
+        a is not None
+        and b is not None
+        and (a.cohort, a.unit, a.draining) == (b.cohort, b.unit, b.draining)
+        and all(_exact(x) == _exact(y) for x, y in _quantities(a, b))
+    )
+
+
+def _quantities(a: Grant, b: Grant) -> zip[tuple[Quantity | None, Quantity | None]]:
+    return zip(
+        (a.nominal, a.borrowing, a.lending, a.reach),
+        (b.nominal, b.borrowing, b.lending, b.reach),
+        strict=True,
+    )
+
+
+def _exact(q: Quantity | None) -> tuple[object, ...] | None:
+    return None if q is None else (q.value.as_tuple(), q.format)
 
 
 # ------------------------------------------------------------------------------------------ views

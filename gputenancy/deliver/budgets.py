@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any
 
 from gputenancy.deliver import mdsafe
@@ -122,42 +122,10 @@ def pools(model: Model, clusters: Iterable[str] | None = None) -> list[Pool]:
     for name in sorted(model.clusters if clusters is None else clusters):
         cluster = model.clusters[name]
         capacity = {k: q for k, (q, _) in policy_capacity.capacity_by_flavor(cluster, catalog).items()}
-        amounts = {t.name: _amounts(model, t, name, catalog) for t in model.tenants_on(name)}
-        tenants = {t.name: t for t in model.tenants_on(name)}
         units = _units(name, catalog)
-        # what each cohort tree can lend, per (flavor, resource), and what each tenant adds to it
-        lendable: dict[tuple[str, str, str], Quantity] = defaultdict(lambda: ZERO)
-        for tname, per_key in amounts.items():
-            cohort = tenants[tname].cohort
-            if cohort is None:
-                continue
-            for key, a in per_key.items():
-                lendable[(_root(model, cohort), *key)] += a.lending if a.lending is not None else a.nominal
         grants: dict[tuple[str, str], list[Grant]] = defaultdict(list)
-        for tname, per_key in sorted(amounts.items()):
-            cohort = tenants[tname].cohort
-            for key, a in per_key.items():
-                reach = a.nominal
-                if cohort is not None:
-                    own = a.lending if a.lending is not None else a.nominal
-                    others = lendable[(_root(model, cohort), *key)] - own
-                    borrowable = others if a.borrowing is None else min(a.borrowing, others)
-                    reach = a.nominal + max(borrowable, ZERO)
-                draining = tenants[tname].state == "draining"
-                grants[key].append(
-                    Grant(
-                        name,
-                        tname,
-                        *key,
-                        a.nominal,
-                        a.borrowing,
-                        a.lending,
-                        cohort,
-                        reach,
-                        units.get(key, ""),
-                        draining,
-                    )
-                )
+        for g in _grants(model, name, catalog):
+            grants[(g.flavor, g.resource)].append(g)
         for key in sorted(set(capacity) | set(grants)):
             held = tuple(grants.get(key, ()))
             total = sum((g.nominal for g in held), ZERO)
@@ -165,15 +133,60 @@ def pools(model: Model, clusters: Iterable[str] | None = None) -> list[Pool]:
     return out
 
 
-def grants_for(model: Model, tenants_by_cluster: Mapping[str, Sequence[str]]) -> tuple[Grant, ...]:
-    """The grants of the given tenants ({cluster: tenants}) that the model still places there."""
+def _grants(model: Model, name: str, catalog: Catalog, only: Set[str] | None = None) -> Iterator[Grant]:
+    """The grants on cluster `name`, by tenant name (of the tenants in `only`, when given: what each
+    can reach still depends on every tenant of its cohort tree)."""
+    amounts = {t.name: _amounts(model, t, name, catalog) for t in model.tenants_on(name)}
+    tenants = {t.name: t for t in model.tenants_on(name)}
+    units = _units(name, catalog)
+    # what each cohort tree can lend, per (flavor, resource), and what each tenant adds to it
+    lendable: dict[tuple[str, str, str], Quantity] = defaultdict(lambda: ZERO)
+    for tname, per_key in amounts.items():
+        cohort = tenants[tname].cohort
+        if cohort is None:
+            continue
+        for key, a in per_key.items():
+            lendable[(_root(model, cohort), *key)] += a.lending if a.lending is not None else a.nominal
+    for tname, per_key in sorted(amounts.items()):
+        if only is not None and tname not in only:
+            continue
+        cohort = tenants[tname].cohort
+        for key, a in per_key.items():
+            reach = a.nominal
+            if cohort is not None:
+                own = a.lending if a.lending is not None else a.nominal
+                others = lendable[(_root(model, cohort), *key)] - own
+                borrowable = others if a.borrowing is None else min(a.borrowing, others)
+                reach = a.nominal + max(borrowable, ZERO)
+            draining = tenants[tname].state == "draining"
+            yield Grant(
+                name,
+                tname,
+                *key,
+                a.nominal,
+                a.borrowing,
+                a.lending,
+                cohort,
+                reach,
+                units.get(key, ""),
+                draining,
+            )
+
+
+def grants_for(
+    model: Model, tenants_by_cluster: Mapping[str, Sequence[str]], found: Sequence[Pool] | None = None
+) -> tuple[Grant, ...]:
+    """The grants of the given tenants ({cluster: tenants}) that the model still places there (taken
+    from `found`, the model's `pools` of at least those clusters, when given)."""
     wanted = {c: set(ts) for c, ts in tenants_by_cluster.items() if ts and c in model.clusters}
     if not wanted:
         return ()
-    found = [
-        g for p in pools(model, sorted(wanted)) for g in p.grants if g.tenant in wanted.get(g.cluster, ())
-    ]
-    return tuple(sorted(found, key=lambda g: (g.cluster, g.tenant, g.flavor, g.resource)))
+    if found is not None:
+        held = [g for p in found if p.cluster in wanted for g in p.grants if g.tenant in wanted[p.cluster]]
+    else:
+        catalog = effective_catalog(model)
+        held = [g for name in sorted(wanted) for g in _grants(model, name, catalog, wanted[name])]
+    return tuple(sorted(held, key=lambda g: (g.cluster, g.tenant, g.flavor, g.resource)))
 
 
 # ------------------------------------------------------------------------------------------ views

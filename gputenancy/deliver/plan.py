@@ -113,7 +113,9 @@ class Plan:
     grants: tuple[budgets.Grant, ...] = ()  # the effective budgets of the tenants the plan changes
     upgrades: tuple[Any, ...] = ()  # deliver.upgrade.Upgrade: kueue.version changes (planview adds them)
     grant_diffs: tuple[budgetdiff.GrantDiff, ...] = ()  # grants before -> after, affected tenants too
-    pools: tuple[budgetdiff.PoolDiff, ...] = ()  # the pools of changed clusters whose holders change
+    pools: tuple[
+        budgetdiff.PoolDiff, ...
+    ] = ()  # the pools of changed clusters whose holders change (known_before)
     known_before: bool = False  # the inputs at the base were read: grant_diffs replace grants
     basis: str = ""  # without --against: what the plan compares with, and why
 
@@ -143,6 +145,9 @@ def _cluster_queues(
     return {str(b["metadata"]["name"]): dict(b) for b in found if b.get("kind") == "ClusterQueue"}
 
 
+_ZERO = parse(0)
+
+
 def _before(cqs: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], Quantity]:
     """Sum of nominalQuota per (flavor, resource). A fleet repeats a few dozen quota values
     thousands of times, so each distinct value is parsed once (by type: 1 and True differ)."""
@@ -154,7 +159,7 @@ def _before(cqs: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], Quant
                 for res in flavor.get("resources") or []:
                     key = (str(flavor.get("name")), str(res.get("name")))
                     try:  # TypeError: a value that is not a quantity at all (a list, say)
-                        total[key] = total.get(key, parse(0)) + quantity(res.get("nominalQuota"))
+                        total[key] = total.get(key, _ZERO) + quantity(res.get("nominalQuota"))
                     except (QuantityError, TypeError):
                         continue
     return total
@@ -165,6 +170,29 @@ def _capacity(model: Model, cluster: str) -> dict[tuple[str, str], Quantity]:
     if record is None:
         return {}
     return {k: v[0] for k, v in capacity_by_flavor(record, effective_catalog(model)).items()}
+
+
+_QUEUES = ("ClusterQueue", "LocalQueue")
+
+
+def _synced_queues(result: engine.Result, name: str, synced: Tree, label: str) -> dict[str, dict[str, Any]]:
+    """The synced ClusterQueues of cluster `name` (those whose bytes equal the render's not parsed)."""
+    made = result.clusters.get(name)
+    rendered = {
+        output.object_path(o): o.body
+        for o in (made.objects if made is not None else ())
+        if str(o.body.get("kind", "")) == "ClusterQueue"  # o.key.kind, without an ObjectKey per object
+    }
+    return _cluster_queues(f"{label}/{name}", synced, made.tree if made is not None else {}, rendered)
+
+
+def _capacity_moved(result: engine.Result, cluster: str, before_model: Model | None) -> bool:
+    """Whether the capacity of the cluster differs between the inputs before and the model (what
+    makes a row's `capacity_changed`; a cluster whose capacities are all alike changes no row)."""
+    if before_model is None:
+        return False
+    have = _capacity(result.model, cluster) if cluster in result.clusters else {}
+    return have != _capacity(before_model, cluster)
 
 
 def capacity_rows(
@@ -312,9 +340,15 @@ def build(
     cluster: str | None = None,
     allow_delete: bool = False,
     before: Model | None = None,
+    all_capacity: bool = False,
 ) -> Plan:
     """The plan from an engine result that did not fail and the synced trees ({cluster: tree});
-    `before`: the model of the inputs at the base of the change (capacity, grants and reach before)."""
+    `before`: the model of the inputs at the base of the change (capacity, grants and reach before).
+
+    The capacity table of a cluster (`ClusterPlan.capacity`) is made when the cluster changes, the
+    only clusters the text and Markdown views show it for; with `all_capacity` (the JSON view) for
+    every cluster. Whether a cluster changes never depends on it: a cluster without object or file
+    changes changes only when its capacity does, and that is read from the models alone."""
     names = sorted(set(result.clusters) | {n for n in against if cluster in (None, n)})
     clusters: list[ClusterPlan] = []
     risks: list[Risk] = []
@@ -332,19 +366,17 @@ def build(
         objects, files, olds = compare(
             name, result.clusters[name].tree if name in result.clusters else {}, old, label
         )
-        new_tree = result.clusters[name].tree if name in result.clusters else {}
-        rendered = {
-            output.object_path(o): o.body
-            for o in (result.clusters[name].objects if name in result.clusters else ())
-            if str(o.body.get("kind", "")) == "ClusterQueue"  # o.key.kind, without an ObjectKey per object
-        }
-        cqs = _cluster_queues(f"{label}/{name}", old, new_tree, rendered)
+        shown = name not in gone and (
+            all_capacity or bool(objects or files) or _capacity_moved(result, name, before)
+        )
+        removes_queue = any(o.action == "removed" and o.key.kind in _QUEUES for o in objects)
+        cqs = _synced_queues(result, name, old, label) if shown or removes_queue else {}
         clusters.append(
             ClusterPlan(
                 name,
                 tuple(objects),
                 tuple(files),
-                tuple(capacity_rows(result, name, cqs, before)) if name not in gone else (),
+                tuple(capacity_rows(result, name, cqs, before)) if shown else (),
                 units_on(result, name),
                 destinations.shown(dest) if dest else "",
                 moved.get(name, ""),
@@ -369,8 +401,15 @@ def build(
             m = re.search(r"cluster '([^']+)'", f.message)
             risks.append(Risk(m.group(1) if m else "", "capacity-overcommitted", "", f.message))
     touched = {c.name: c.tenants for c in clusters}
-    grants = budgets.grants_for(result.model, touched)
     changed = [c.name for c in clusters if c.changed]
+    grants = budgets.grants_for(result.model, touched)
+    grant_diffs: tuple[budgetdiff.GrantDiff, ...] = ()
+    pools: tuple[budgetdiff.PoolDiff, ...] = ()
+    if before is not None:  # the pools of the changed clusters, before and after, each made once
+        after = budgets.pools(result.model, [c for c in changed if c in result.model.clusters])
+        had = budgets.pools(before, [c for c in changed if c in before.clusters])
+        grants = budgets.grants_for(result.model, touched, after)
+        grant_diffs, pools = budgetdiff.grants(had, after, touched), budgetdiff.pools(had, after)
     return Plan(
         label,
         tuple(clusters),
@@ -378,8 +417,8 @@ def build(
         tuple(sorted(findings)),
         (*result.notes, *fleetquota.notes(result.model, effective_catalog(result.model), names)),
         grants,
-        grant_diffs=budgetdiff.grants(before, result.model, touched, changed) if before is not None else (),
-        pools=budgetdiff.pools(before, result.model, changed),
+        grant_diffs=grant_diffs,
+        pools=pools,
         known_before=before is not None,
     )
 
@@ -443,9 +482,16 @@ def value_change(c: Change) -> str:
 
 
 def make(
-    root: Path, *, cluster: str | None, against: str | None, schemas: Path | None, allow_delete: bool
+    root: Path,
+    *,
+    cluster: str | None,
+    against: str | None,
+    schemas: Path | None,
+    allow_delete: bool,
+    all_capacity: bool = False,
 ) -> tuple[engine.Result, Plan | None]:
-    """Render in memory and compare; the plan is None when the render failed (see result.findings)."""
+    """Render in memory and compare; the plan is None when the render failed (see result.findings).
+    `all_capacity`: the capacity table of every cluster, not only of those that change (`build`)."""
     result = engine.run(root, cluster=cluster, schemas=schemas)
     if result.failed:
         return result, None
@@ -466,5 +512,13 @@ def make(
         if inputs_ref is not None
         else None
     )
-    made = build(result, trees, label=label, cluster=cluster, allow_delete=allow_delete, before=before)
+    made = build(
+        result,
+        trees,
+        label=label,
+        cluster=cluster,
+        allow_delete=allow_delete,
+        before=before,
+        all_capacity=all_capacity,
+    )
     return result, dataclasses.replace(made, basis=note) if note else made

@@ -417,7 +417,14 @@ def command(
     """`pipeline.py plan`: 0 no change, 2 changes, 1 errors (findings printed as for validate).
     The plan goes to `emit` (stdout); findings and notes after it to `emit_notes` (stderr), so
     `plan --format markdown > file` holds the plan alone."""
-    result, plan = make(root, cluster=cluster, against=against, schemas=schemas, allow_delete=allow_delete)
+    result, plan = make(
+        root,
+        cluster=cluster,
+        against=against,
+        schemas=schemas,
+        allow_delete=allow_delete,
+        all_capacity=fmt == "json",  # the JSON view shows every cluster's capacity table
+    )
     if plan is not None:
         plan = with_upgrades(plan, result.model, schemas)
     if plan is None:
