@@ -179,100 +179,31 @@ def _leaves(value: Any, path: tuple[Segment, ...] = ()) -> list[tuple[Segment, .
     return [path]
 
 
-class _Deeper(Exception):
-    """Two values `_walk` leaves to DeepDiff."""
-
-
-_DEEPER_THAN = 0.33  # DeepDiff's threshold_to_diff_deeper: below this share of common keys, one change
-
-
-def _differences(a: Any, b: Any) -> list[tuple[str, tuple[Segment, ...]]]:
-    """(added | removed | changed, path) of what differs, as DeepDiff reports it (tree view, its
-    defaults). Mappings and scalars are walked here; where a list differs in other than its scalars
-    DeepDiff itself compares the two (imported only then: it costs ~0.15 s to import)."""
-    found: list[tuple[str, tuple[Segment, ...]]] = []
-    try:
-        _walk(a, b, (), found)
-        return found
-    except _Deeper:
-        pass
-    from deepdiff import DeepDiff
-
-    return [
-        ("added" if "added" in report else "removed" if "removed" in report else "changed", path)
-        for report, levels in DeepDiff(a, b, view="tree").items()
-        for path in (tuple(level.path(output_format="list")) for level in levels)
-    ]
-
-
-def _walk(a: Any, b: Any, path: tuple[Segment, ...], found: list[tuple[str, tuple[Segment, ...]]]) -> None:
-    """DeepDiff's reports for two values: a type change or a differing scalar at its path; keys
-    added and removed (names starting with `__` ignored, as DeepDiff ignores private names), or the
-    whole mapping when it shares too few keys; a list of scalars that differs reported at the list
-    (`_changes` shows such a list as one value). _Deeper for lists it cannot word so."""
-    if a is b:
-        return
-    if type(a) is not type(b):
-        found.append(("changed", path))
-    elif isinstance(a, dict):
-        ka = [k for k in a if not (isinstance(k, str) and k.startswith("__"))]
-        kb = [k for k in b if not (isinstance(k, str) and k.startswith("__"))]
-        union, common = set(ka) | set(kb), set(ka) & set(kb)
-        if len(union) > 1 and len(common) / len(union) < _DEEPER_THAN:
-            found.append(("changed", path))
-            return
-        found += [("added", (*path, k)) for k in kb if k not in common]
-        found += [("removed", (*path, k)) for k in ka if k not in common]
-        for k in ka:
-            if k in common:
-                _walk(a[k], b[k], (*path, k), found)
-    elif isinstance(a, list):
-        if _same(a, b):
-            return
-        floats = any(isinstance(x, float) for x in (*a, *b))
-        if not (_scalars(a) and _scalars(b)) or floats or a == b:  # 1 == True: DeepDiff's own matching
-            raise _Deeper
-        found.append(("changed", path))
-    elif isinstance(a, str | int | float | type(None)):
-        if a != b:
-            found.append(("changed", path))
-    else:
-        raise _Deeper
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal in value and in type all the way down (1 and True, 1 and 1.0 differ)."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
 def _changes(kind: str, old: Any, new: Any) -> list[Change]:
     """Field changes; lists of scalars as one value, a mapping added or removed as its leaves."""
+    from deepdiff import DeepDiff  # imported only when two objects differ: it costs ~0.1 s to import
+
     a, b = _normalise(old), _normalise(new)
     found: dict[tuple[Segment, ...], Change] = {}
-    for op, path in _differences(a, b):
-        if (
-            path
-            and isinstance(path[-1], int)
-            and (_scalars(_get(a, path[:-1])) or _scalars(_get(b, path[:-1])))
-        ):
-            path = path[:-1]
-            op = op if _get(a, path) is None or _get(b, path) is None else "changed"
-        if path and path[-1] == ORDER and not _reordered(_get(a, path), _get(b, path)):
-            continue
-        leaves = _leaves(_get(b if op == "added" else a, path)) if op != "changed" else [()]
-        for sub in leaves if path and isinstance(path[-1], str) and len(leaves) <= 20 else [()]:
-            at = (*path, *sub)
-            found[at] = Change(
-                op, at, field_path(at), describe(kind, at), _plain(_get(a, at)), _plain(_get(b, at))
-            )
+    for report_type, levels in DeepDiff(a, b, view="tree").items():
+        for level in levels:
+            path = tuple(level.path(output_format="list"))
+            op = "added" if "added" in report_type else "removed" if "removed" in report_type else "changed"
+            if (
+                path
+                and isinstance(path[-1], int)
+                and (_scalars(_get(a, path[:-1])) or _scalars(_get(b, path[:-1])))
+            ):
+                path = path[:-1]
+                op = op if _get(a, path) is None or _get(b, path) is None else "changed"
+            if path and path[-1] == ORDER and not _reordered(_get(a, path), _get(b, path)):
+                continue
+            leaves = _leaves(_get(b if op == "added" else a, path)) if op != "changed" else [()]
+            for sub in leaves if path and isinstance(path[-1], str) and len(leaves) <= 20 else [()]:
+                at = (*path, *sub)
+                found[at] = Change(
+                    op, at, field_path(at), describe(kind, at), _plain(_get(a, at)), _plain(_get(b, at))
+                )
     return sorted(found.values(), key=lambda c: c.field)
 
 
