@@ -381,3 +381,32 @@ def test_packs_spread_entries_by_key_and_rewrite_only_the_pack_that_changed(tmp_
     rewritten = [f for f in files if f.stat().st_ino != inodes[f]]
     assert rewritten == [Path(store._path("k", f"cluster-{keys[0][0]}"))]
     assert store.packs("k", "cluster").get("k", keys[0]) == "changed"
+
+
+ENTRY_VALUES: dict[str, Any] = {
+    "plain": {"a": [1, -(2**63), 2**64 - 1, 0.1, -0.0, 1e300, None, True, "é\u2028\x00"]},
+    "wide integers": {"a": [2**64, -(2**63) - 1, 10**40]},
+    "not a number": {"a": [math.nan, math.inf, -math.inf]},
+    "lone surrogate": {"a": "\ud800"},
+    "deep": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]] * 40,
+}
+
+
+@pytest.mark.parametrize("name", list(ENTRY_VALUES))
+def test_an_entry_reads_back_as_the_standard_reader_gives_it(tmp_path: Path, name: str) -> None:
+    """Entries whose integers all fit in 64 bits are marked and read by orjson, the others by json;
+    either way the value read is the one `json.loads` gives, type for type (an integer wider than 64
+    bits stays an int, NaN stays NaN)."""
+    value = ENTRY_VALUES[name]
+    store = cache.Cache(tmp_path / "cache")
+    assert store.put("k", "key", value)
+    (path,) = (tmp_path / "cache" / cache.FORMAT / "k").rglob("*.json")
+    head, _, payload = path.read_bytes().partition(b"\n")
+    assert head.endswith(b" i64") == (name not in ("wide integers", "lone surrogate"))
+    expected = json.loads(payload)["value"]
+    got = store.get("k", "key")
+    assert repr(got) == repr(expected)
+    assert json.dumps(got) == json.dumps(value)
+    assert store.corrupt == 0
+    path.write_bytes(head.split(b" ")[0] + b" i64\n" + payload.replace(b'"key"', b'"kez"'))
+    assert store.get("k", "key") is None and store.corrupt == 1
