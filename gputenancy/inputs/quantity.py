@@ -136,6 +136,9 @@ class Format(enum.StrEnum):
     DECIMAL_SI = "DecimalSI"  # 12M (12 * 10^6)
 
 
+_FORMAT_REPR = {f: repr(f) for f in Format}
+
+
 @dataclasses.dataclass(frozen=True, eq=False, slots=True)
 class Quantity:
     """An exact quantity and the format it prints in.
@@ -189,6 +192,10 @@ class Quantity:
 
     def __str__(self) -> str:
         return self.canonical()
+
+    def __repr__(self) -> str:
+        # The text dataclasses would write, faster (tenant records, whose repr is a cache key, hold many).
+        return f"Quantity(value={self.value!r}, format={_FORMAT_REPR[self.format]})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Quantity):
