@@ -35,10 +35,16 @@ from gputenancy.inputs.source import CACHE_ENTRY, Document, discover, load
 
 
 def _load_checked(
-    path: Path, root: Path, schema_name: str, kind: str, findings: list[Finding], cache: Entries | None
+    path: Path,
+    root: Path,
+    schema_name: str,
+    kind: str,
+    findings: list[Finding],
+    cache: Entries | None,
+    real_root: Path | None = None,
 ) -> Document | None:
     try:
-        doc = load(path, root, cache=cache)
+        doc = load(path, root, cache=cache, real_root=real_root)
     except PipelineError as exc:
         findings.extend(exc.findings)
         return None
@@ -181,8 +187,12 @@ def _load_tenants(root: Path, findings: list[Finding], cache: Entries | None) ->
     paths, problems = discover(root, "tenants")
     findings.extend(problems + misplaced(root, "tenants"))
     tenants = []
+    try:
+        real_root: Path | None = root.resolve()  # once for all tenant files
+    except (OSError, RuntimeError):
+        real_root = None  # each file's load reports it
     for path in paths:
-        doc = _load_checked(path, root, "tenant", "Tenant", findings, cache)
+        doc = _load_checked(path, root, "tenant", "Tenant", findings, cache, real_root)
         if doc is None:
             continue
         try:
