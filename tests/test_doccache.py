@@ -52,9 +52,8 @@ def _entries(directory: Path) -> list[Path]:
 
 
 def _packed(directory: Path) -> int:
-    """Entries in the one pack a model load writes."""
-    (pack,) = _entries(directory)
-    return len(json.loads(pack.read_bytes().partition(b"\n")[2])["value"])
+    """Entries in the packs a model load writes."""
+    return sum(len(json.loads(p.read_bytes().partition(b"\n")[2])["value"]) for p in _entries(directory))
 
 
 def _outcome(path: Path, root: Path, store: cache.Cache | None = None) -> Document | list[Finding]:
@@ -381,6 +380,28 @@ def test_packs_spread_entries_by_key_and_rewrite_only_the_pack_that_changed(tmp_
     rewritten = [f for f in files if f.stat().st_ino != inodes[f]]
     assert rewritten == [Path(store._path("k", f"cluster-{keys[0][0]}"))]
     assert store.packs("k", "cluster").get("k", keys[0]) == "changed"
+
+
+def test_a_model_load_rewrites_only_the_packs_of_the_file_that_changed(tmp_path: Path) -> None:
+    """Input files are kept in sixteen packs by key: after one tenant file changes, the next load
+    rewrites the pack that held its old entry and the one that takes its new entry, no other."""
+    root = tmp_path / "fleet"
+    fleet.generate(root, 40)
+    store = tmp_path / "cache"
+    engine.check_only(root, cache=store)
+    files = _entries(store)
+    assert len(files) > 2 and _packed(store) == _loaded_by_the_model(root)
+    inodes = {f: f.stat().st_ino for f in files}
+    engine.check_only(root, cache=store)
+    assert {f: f.stat().st_ino for f in _entries(store)} == inodes  # nothing changed, nothing written
+    path = sorted((root / "tenants").glob("*.yaml"))[0]
+    old = cachekey.source(f"tenants/{path.name}", path.read_bytes())
+    path.write_text(path.read_text() + "# changed\n")
+    new = cachekey.source(f"tenants/{path.name}", path.read_bytes())
+    engine.check_only(root, cache=store)
+    rewritten = {f.name for f in _entries(store) if f.stat().st_ino != inodes.get(f)}
+    assert rewritten == {f"{cachekey.source_pack()}-{key[0]}.json" for key in (old, new)}
+    assert _packed(store) == _loaded_by_the_model(root)
 
 
 ENTRY_VALUES: dict[str, Any] = {

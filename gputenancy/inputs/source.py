@@ -54,7 +54,7 @@ never stored. An entry that does not have exactly the shape written here, or who
 have come from a parse (non-finite floats, nesting deeper than `MAX_DEPTH`, integers outside 64
 bits, an error finding), is a miss and counted in `Cache.corrupt`. Entries are JSON, never pickle:
 the cache may live inside the repository, and reading it must not run anything. `spec.load_model`
-keeps a run's entries in one `cache.Pack`.
+keeps a run's entries in sixteen packs by key (`cache.Packs`).
 """
 
 from __future__ import annotations

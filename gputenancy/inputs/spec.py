@@ -66,10 +66,11 @@ def load_model(
     and every finding; raises PipelineError only when base/ or the overlays cannot be read at all.
 
     With `cache`, files are parsed only when their path, bytes or the software changed
-    (`source.load`, the entries kept in one pack); schema checks and records are made on every
-    call."""
+    (`source.load`, the entries kept in sixteen packs by key, `cache.Packs`); schema checks and
+    records are made on every call."""
     findings: list[Finding] = []
-    pack = cache.pack(CACHE_ENTRY, cachekey.source_pack()) if cache is not None else None
+    # sixteen packs by key: a run that changes one file rewrites the one or two packs of its entries
+    pack = cache.packs(CACHE_ENTRY, cachekey.source_pack()) if cache is not None else None
     try:
         platform = _load_platform(root, findings, pack)
         clusters = _load_clusters(root, cluster, findings, pack)
