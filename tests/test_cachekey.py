@@ -63,8 +63,9 @@ class World:
         return {k: sorted(v, key=lambda x: x if isinstance(x, bytes) else x.encode()) for k, v in out.items()}
 
     def source_keys(self) -> set[str]:
-        pack = cache.Cache(self.store).get("source", cachekey.source_pack())
-        return set(pack or ())
+        store = cache.Cache(self.store)
+        packs = (store.get("source", f"{cachekey.source_pack()}-{digit}") for digit in "0123456789abcdef")
+        return {key for pack in packs for key in pack or ()}
 
 
 @pytest.fixture(scope="module")

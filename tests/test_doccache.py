@@ -52,9 +52,8 @@ def _entries(directory: Path) -> list[Path]:
 
 
 def _packed(directory: Path) -> int:
-    """Entries in the one pack a model load writes."""
-    (pack,) = _entries(directory)
-    return len(json.loads(pack.read_bytes().partition(b"\n")[2])["value"])
+    """Entries in the packs a model load writes."""
+    return sum(len(json.loads(p.read_bytes().partition(b"\n")[2])["value"]) for p in _entries(directory))
 
 
 def _outcome(path: Path, root: Path, store: cache.Cache | None = None) -> Document | list[Finding]:
@@ -381,3 +380,54 @@ def test_packs_spread_entries_by_key_and_rewrite_only_the_pack_that_changed(tmp_
     rewritten = [f for f in files if f.stat().st_ino != inodes[f]]
     assert rewritten == [Path(store._path("k", f"cluster-{keys[0][0]}"))]
     assert store.packs("k", "cluster").get("k", keys[0]) == "changed"
+
+
+def test_a_model_load_rewrites_only_the_packs_of_the_file_that_changed(tmp_path: Path) -> None:
+    """Input files are kept in sixteen packs by key: after one tenant file changes, the next load
+    rewrites the pack that held its old entry and the one that takes its new entry, no other."""
+    root = tmp_path / "fleet"
+    fleet.generate(root, 40)
+    store = tmp_path / "cache"
+    engine.check_only(root, cache=store)
+    files = _entries(store)
+    assert len(files) > 2 and _packed(store) == _loaded_by_the_model(root)
+    inodes = {f: f.stat().st_ino for f in files}
+    engine.check_only(root, cache=store)
+    assert {f: f.stat().st_ino for f in _entries(store)} == inodes  # nothing changed, nothing written
+    path = sorted((root / "tenants").glob("*.yaml"))[0]
+    old = cachekey.source(f"tenants/{path.name}", path.read_bytes())
+    path.write_text(path.read_text() + "# changed\n")
+    new = cachekey.source(f"tenants/{path.name}", path.read_bytes())
+    engine.check_only(root, cache=store)
+    rewritten = {f.name for f in _entries(store) if f.stat().st_ino != inodes.get(f)}
+    assert rewritten == {f"{cachekey.source_pack()}-{key[0]}.json" for key in (old, new)}
+    assert _packed(store) == _loaded_by_the_model(root)
+
+
+ENTRY_VALUES: dict[str, Any] = {
+    "plain": {"a": [1, -(2**63), 2**64 - 1, 0.1, -0.0, 1e300, None, True, "é\u2028\x00"]},
+    "wide integers": {"a": [2**64, -(2**63) - 1, 10**40]},
+    "not a number": {"a": [math.nan, math.inf, -math.inf]},
+    "lone surrogate": {"a": "\ud800"},
+    "deep": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]] * 40,
+}
+
+
+@pytest.mark.parametrize("name", list(ENTRY_VALUES))
+def test_an_entry_reads_back_as_the_standard_reader_gives_it(tmp_path: Path, name: str) -> None:
+    """Entries whose integers all fit in 64 bits are marked and read by orjson, the others by json;
+    either way the value read is the one `json.loads` gives, type for type (an integer wider than 64
+    bits stays an int, NaN stays NaN)."""
+    value = ENTRY_VALUES[name]
+    store = cache.Cache(tmp_path / "cache")
+    assert store.put("k", "key", value)
+    (path,) = (tmp_path / "cache" / cache.FORMAT / "k").rglob("*.json")
+    head, _, payload = path.read_bytes().partition(b"\n")
+    assert head.endswith(b" i64") == (name not in ("wide integers", "lone surrogate"))
+    expected = json.loads(payload)["value"]
+    got = store.get("k", "key")
+    assert repr(got) == repr(expected)
+    assert json.dumps(got) == json.dumps(value)
+    assert store.corrupt == 0
+    path.write_bytes(head.split(b" ")[0] + b" i64\n" + payload.replace(b'"key"', b'"kez"'))
+    assert store.get("k", "key") is None and store.corrupt == 1

@@ -832,3 +832,42 @@ def test_arbitrary_text_parses_or_raises_quantity_error(text: str) -> None:
     spelled = quantity.canonical()
     assert canonical(spelled) == spelled
     assert parse(spelled) == quantity
+
+
+# --------------------------------------------------------------- remembered and unchecked constructions
+
+REMEMBERED = [0, 1, -1, 4, 2**63, -(2**63) - 1, 10**30, "4", "-0", "500m", "1.5Gi", "8Ei", "1e3", "0.9n"]
+
+
+@pytest.mark.parametrize("value", REMEMBERED, ids=repr)
+def test_a_remembered_quantity_is_what_a_fresh_parse_gives(value: int | str) -> None:
+    """parse() remembers the Quantity of an int and of a text; the one it hands back again has the
+    same value, format and printed form as the checked constructor gives for a fresh parse."""
+    from gputenancy.inputs import quantity as module
+
+    first, again = parse(value), parse(value)
+    unremembered = module._parse_int if isinstance(value, int) else module._parse_text
+    fresh = unremembered.__wrapped__(value)
+    checked = Quantity(fresh.value, fresh.format)
+    for q in (first, again, fresh):
+        assert (repr(q), q.canonical(), q.format) == (repr(checked), checked.canonical(), checked.format)
+        assert q.value.as_tuple() == checked.value.as_tuple()
+
+
+@SETTINGS
+@given(st.integers(-(10**20), 10**20), st.integers(-(10**20), 10**20), st.sampled_from(list(Format)))
+def test_sums_made_without_checks_equal_checked_ones(a: int, b: int, fmt: Format) -> None:
+    """+ and - build their result without __post_init__'s checks; it is the Quantity the checked
+    constructor gives (zero normalised, format kept), printed the same."""
+    left, right = Quantity(Decimal(a).scaleb(-3), fmt), Quantity(Decimal(b), DSI)
+    for made, value in ((left + right, left.value + right.value), (left - right, left.value - right.value)):
+        checked = Quantity(value, right.format if left.value.is_zero() else fmt)
+        assert repr(made) == repr(checked)
+        assert made.value.as_tuple() == checked.value.as_tuple()
+
+
+def test_a_remembered_int_is_not_a_bool() -> None:
+    assert parse(1) == Quantity(Decimal(1))
+    with pytest.raises(QuantityError, match="boolean"):
+        parse(True)
+    assert parse(1.0).format is DSI and parse(1.0) == parse(1)

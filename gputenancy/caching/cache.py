@@ -16,7 +16,10 @@ line/column marks, keyed by its path, its bytes and the software, so that unchan
 parsed again.
 
 How: each entry is a file `<dir>/v1/<kind>/<key[:2]>/<key>.json`: a first line with the sha256 of
-the rest, then the entry as JSON of plain data (carrying its own key). Small entries that a run
+the rest, then the entry as JSON of plain data (carrying its own key). The first line ends in ` i64`
+when every integer of the entry fits in 64 bits: such an entry is read by orjson, which gives the
+same values as the standard library's reader three times faster but would read a wider integer as a
+float; any other entry, and any payload orjson refuses (`NaN`, a lone surrogate), is read by `json`. Small entries that a run
 reads by the thousand (the tenants of a cluster, the input files) are kept in packs (`Pack`,
 `Packs`): one entry holding many, read once and written once per run, since creating and opening thousands of
 small files costs more than the bytes in them; a pack keeps the entries its last run used, and a
@@ -41,6 +44,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+
+import orjson
 
 from gputenancy.caching import cachekey
 from gputenancy.common import proc
@@ -112,10 +117,11 @@ class Cache:
         except OSError:
             return None
         head, _, payload = raw.partition(b"\n")
+        digest, _, form = head.partition(b" ")
         try:
-            if head.decode("ascii") != hashlib.sha256(payload).hexdigest():
+            if digest.decode("ascii") != hashlib.sha256(payload).hexdigest():
                 raise ValueError("digest mismatch")
-            entry = json.loads(payload)
+            entry = _loads(payload, form == _FITS_64)
             if not isinstance(entry, dict) or entry.get("key") != key:
                 raise ValueError("key mismatch")
         except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError; nesting too deep
@@ -127,7 +133,8 @@ class Cache:
         """Store `value` (plain data) atomically; False when it could not be written."""
         path = Path(self._path(kind, key))
         payload = json.dumps({"key": key, "value": value}, separators=(",", ":")).encode()
-        data = hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+        head = hashlib.sha256(payload).hexdigest().encode()
+        data = head + (b" " + _FITS_64 if _fits_64(value) else b"") + b"\n" + payload
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             ignore = self.directory / ".gitignore"
@@ -193,6 +200,29 @@ class Cache:
         found = version_of(command)
         self.put("tool", key, found)
         return found
+
+
+_FITS_64 = b"i64"
+
+
+def _fits_64(value: Any) -> bool:
+    """True when orjson can write `value`, so that no integer in it is wider than 64 bits (orjson
+    refuses those; what else it writes differently, NaN, is refused by its reader and read by `json`)."""
+    try:
+        orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError: an integer wider than 64 bits, a key not a string, ...
+        return False
+    return True
+
+
+def _loads(payload: bytes, fits_64: bool) -> Any:
+    """An entry's payload as `json.loads` reads it; through orjson when its integers fit 64 bits."""
+    if fits_64:
+        try:
+            return orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(payload)
 
 
 UNUSED_DAYS = 14

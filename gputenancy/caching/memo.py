@@ -151,13 +151,28 @@ def platform_key(cluster_key: str, objects: Sequence[RenderedObject]) -> str | N
 # ------------------------------------------------------------------------------ entries
 
 
+_SCALARS = (str, int, float)
+
+
 def _plain(value: Any) -> bool:
-    """True when JSON gives `value` back unchanged (string keys, JSON types only)."""
+    """True when JSON gives `value` back unchanged (string keys, JSON types only). Loops rather than
+    generators, and strings (most leaves) taken without a call: every object a run stores passes
+    through here (11,000 at 1,000 tenants)."""
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return False
+            if type(v) is not str and not _plain(v):
+                return False
+        return True
     if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    return value is None or isinstance(value, str | int | float)
+        for v in value:
+            if type(v) is str:
+                continue
+            if not _plain(v):
+                return False
+        return True
+    return value is None or isinstance(value, _SCALARS)
 
 
 def _findings(found: Sequence[Finding]) -> list[list[Any]]:

@@ -15,8 +15,8 @@ from typing import Any
 from gputenancy import engine
 from gputenancy.assemble import output
 from gputenancy.caching import cache
-from gputenancy.cli import commands, progress
 from gputenancy.cli import helptext as clihelp
+from gputenancy.cli import progress
 from gputenancy.common import report
 from gputenancy.common.findings import Finding, PipelineError, Severity
 from gputenancy.inputs import spec
@@ -442,6 +442,8 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 def _main(args: argparse.Namespace) -> int:
     try:
         if args.command == "rules":
+            from gputenancy.cli import commands  # the rule index: every check's module and examples
+
             return commands.cmd_rules(args.rule_id)
         if args.command in ("pr-comment", "job-summary"):
             import os
@@ -453,6 +455,8 @@ def _main(args: argparse.Namespace) -> int:
             return github.cmd_job_summary(args.body_file, os.environ)
         root = args.root.resolve() if args.root is not None else clihelp.find_root(Path.cwd())
         if args.command == "budgets":
+            from gputenancy.cli import commands
+
             return commands.cmd_budgets(root, args.cluster, args.format)
         if args.command == "report":
             from gputenancy.deliver import htmlreport

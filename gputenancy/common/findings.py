@@ -42,6 +42,11 @@ class Origin:
     def finding(self, rule: str, message: str, severity: Severity = Severity.ERROR) -> Finding:
         return Finding(self.path, self.line, self.col, severity, rule, message)
 
+    def __repr__(self) -> str:
+        # The text dataclasses would write, without its recursion guard: a tenant record holds dozens
+        # of Origins, and its repr is part of a cache key made for every tenant on every run.
+        return f"Origin(path={self.path!r}, line={self.line!r}, col={self.col!r})"
+
 
 # Findings about a cause other findings follow from (a mistyped name, unreadable YAML, an invalid file):
 # they are printed first, so the first line of the output is the one to fix.

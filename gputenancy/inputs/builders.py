@@ -3,6 +3,7 @@ applied, quantities parsed and every problem of the file collected as findings."
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -59,38 +60,61 @@ class _Collector:
             )
         seen.setdefault(record.name, record)
 
-    def device_count(
-        self, doc: Document, path: tuple[str | int, ...], raw: Any, q: quantity.Quantity
-    ) -> None:
+    def device_count(self, doc: Document, path: tuple[str | int, ...], raw: Any) -> None:
         """Device counts are whole numbers written plainly (`amounts.device_count_problem`)."""
-        try:
-            quantity.parse(raw)
-        except quantity.QuantityError:
-            return  # reported by `quantity`
-        problem = None if q.is_integer() else f"device counts must be whole numbers, got {raw!r}"
+        problem = _count_problem(raw) if type(raw) in _SCALARS else _count_problem.__wrapped__(raw)
         if problem is not None:
-            self.add(doc.origin(*path), "quantity", f"{dotted(path)}: {problem}")
-        elif (problem := amounts.device_count_problem(raw)) is not None:
-            self.add(doc.origin(*path), "device-count", f"{dotted(path)}: {problem}")
+            rule, text = problem
+            self.add(doc.origin(*path), rule, f"{dotted(path)}: {text}")
 
     def quantity(
         self, doc: Document, path: tuple[str | int, ...], value: Any, rule: str
     ) -> quantity.Quantity:
-        try:
-            if isinstance(value, str) and not any(ch.isdigit() for ch in value):
-                raise quantity.QuantityError(
-                    f'{value!r} is not a Kubernetes quantity (no digits); write a number such as 4, "500m" or 256Gi'
-                )
-            q = quantity.parse(value)
-        except quantity.QuantityError as exc:
-            self.add(doc.origin(*path), rule, f"{dotted(path)}: {exc}")
-            return quantity.parse(0)
-        if q.is_negative():
-            self.add(doc.origin(*path), rule, f"{dotted(path)}: must not be negative, got {value!r}")
-        beyond = amounts.range_problem(value, q)
-        if beyond is not None:
-            self.add(doc.origin(*path), "quantity-range", f"{dotted(path)}: {beyond}")
+        q, problems = _judged(value) if type(value) in _SCALARS else _judged.__wrapped__(value)
+        for own_rule, text in problems:
+            self.add(doc.origin(*path), own_rule or rule, f"{dotted(path)}: {text}")
         return q
+
+
+_SCALARS = frozenset({str, int, float, bool})
+"""The values whose judgement as a quantity is remembered (hashable; kept apart by type, so `1`,
+`1.0` and `True` are judged each on its own)."""
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _judged(value: Any) -> tuple[quantity.Quantity, tuple[tuple[str | None, str], ...]]:
+    """`value` as a quantity, and its problems as (rule, text) with None for the caller's rule: a
+    pure function of the value, remembered (a fleet writes the same few amounts thousands of times;
+    a Quantity is immutable). Zero stands in for a value that does not parse."""
+    try:
+        if isinstance(value, str) and not any(ch.isdigit() for ch in value):
+            raise quantity.QuantityError(
+                f'{value!r} is not a Kubernetes quantity (no digits); write a number such as 4, "500m" or 256Gi'
+            )
+        q = quantity.parse(value)
+    except quantity.QuantityError as exc:
+        return quantity.parse(0), ((None, str(exc)),)
+    problems: list[tuple[str | None, str]] = []
+    if q.is_negative():
+        problems.append((None, f"must not be negative, got {value!r}"))
+    beyond = amounts.range_problem(value, q)
+    if beyond is not None:
+        problems.append(("quantity-range", beyond))
+    return q, tuple(problems)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _count_problem(raw: Any) -> tuple[str, str] | None:
+    """Why `raw` is not a plain whole device count, as (rule, text); None when it is one or when it is
+    not a quantity at all (reported by `_judged`). Remembered per value like `_judged`."""
+    try:
+        q = quantity.parse(raw)
+    except quantity.QuantityError:
+        return None
+    if not q.is_integer():
+        return "quantity", f"device counts must be whole numbers, got {raw!r}"
+    problem = amounts.device_count_problem(raw)
+    return ("device-count", problem) if problem is not None else None
 
 
 def _amount(c: _Collector, doc: Document, path: tuple[str | int, ...], raw: Any, device: bool) -> Amount:
@@ -105,7 +129,7 @@ def _amount(c: _Collector, doc: Document, path: tuple[str | int, ...], raw: Any,
         origins[key] = doc.key_origin(*sub)
         q = c.quantity(doc, sub, fields[key], "quantity")
         if device:
-            c.device_count(doc, sub, fields[key], q)
+            c.device_count(doc, sub, fields[key])
         values[key] = q
     nominal = values["nominal"]
     assert nominal is not None
@@ -324,7 +348,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         for name, value in raw.get("devices", {}).items():
             p = ("capacity", i, "devices", name)
             q = c.quantity(doc, p, value, "quantity")
-            c.device_count(doc, p, value, q)
+            c.device_count(doc, p, value)
             devs.append((name, q, doc.origin(*p)))
         res = [
             (
@@ -384,7 +408,7 @@ def _inventory(
         count = None
         if "count" in dev:
             q = c.quantity(doc, (*at, "count"), dev["count"], "quantity")
-            c.device_count(doc, (*at, "count"), dev["count"], q)
+            c.device_count(doc, (*at, "count"), dev["count"])
             count = int(q.value)
         caps = tuple(
             (name, c.quantity(doc, (*at, "capacity", name), value, "quantity"))

@@ -3,6 +3,7 @@ bounded reads of regular files that never leave the root nor block on a pipe or 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterable
@@ -100,15 +101,27 @@ def misplaced(root: Path, subdir: str, suffixes: tuple[str, ...] = (".yaml", ".y
 
 
 def inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    """`path` is `root` or lies under it (`root in path.parents`, compared part by part)."""
+    parts, within = path.parts, root.parts
+    if parts[: len(within)] != within:
+        return False
+    return bool(within) or not path.is_absolute()  # "." holds every relative path, no absolute one
 
 
 def display(full: Path, root: Path) -> str:
     """`full` relative to `root` as a POSIX path, lexically first, then through symlinks."""
-    try:
-        return Path(os.path.abspath(full)).relative_to(os.path.abspath(root)).as_posix()
-    except ValueError:
-        pass
+    lexical, base = os.path.abspath(full), os.path.abspath(root)
+    if os.sep == "/" and not (lexical.startswith("//") or base.startswith("//")):
+        # normalised absolute paths: relative_to is a prefix of whole components (Path, which this
+        # skips for speed, keeps a leading "//" as a part of its own)
+        if lexical == base:
+            return "."
+        prefix = base if base.endswith("/") else base + "/"
+        if lexical.startswith(prefix):
+            return lexical[len(prefix) :]
+    else:
+        with contextlib.suppress(ValueError):
+            return Path(lexical).relative_to(base).as_posix()
     try:
         return full.resolve().relative_to(root.resolve()).as_posix()
     except (ValueError, OSError, RuntimeError):

@@ -54,7 +54,7 @@ never stored. An entry that does not have exactly the shape written here, or who
 have come from a parse (non-finite floats, nesting deeper than `MAX_DEPTH`, integers outside 64
 bits, an error finding), is a miss and counted in `Cache.corrupt`. Entries are JSON, never pickle:
 the cache may live inside the repository, and reading it must not run anything. `spec.load_model`
-keeps a run's entries in one `cache.Pack`.
+keeps a run's entries in sixteen packs by key (`cache.Packs`).
 """
 
 from __future__ import annotations
@@ -112,7 +112,12 @@ _REWORD_MAX_CHARS = 64 * 1024
 
 
 def load(
-    path: Path, root: Path, *, max_bytes: int = MAX_FILE_BYTES, cache: Entries | None = None
+    path: Path,
+    root: Path,
+    *,
+    max_bytes: int = MAX_FILE_BYTES,
+    cache: Entries | None = None,
+    real_root: Path | None = None,
 ) -> Document:
     """Read and check `path` (relative to `root` or absolute); raise PipelineError with all findings.
 
@@ -120,6 +125,7 @@ def load(
     path relative to `root`. A file that resolves (through symlinks or ``..``) outside `root` is
     refused, as is anything but a regular file. With `cache`, a file loaded before with the same
     path, bytes and software is taken from it instead of being parsed again (module docstring).
+    `real_root`: `root` resolved, when the caller loading many files has resolved it once.
     """
     full = path
     if not path.is_absolute():
@@ -130,7 +136,8 @@ def load(
     where = Origin(shown)
     try:
         real = full.resolve()
-        real_root = root.resolve()
+        if real_root is None:
+            real_root = root.resolve()
     except (OSError, RuntimeError) as exc:
         raise PipelineError([where.finding("source-symlink", f"cannot resolve path: {exc}")]) from None
     if not inside(real, real_root):

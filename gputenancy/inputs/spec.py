@@ -35,10 +35,16 @@ from gputenancy.inputs.source import CACHE_ENTRY, Document, discover, load
 
 
 def _load_checked(
-    path: Path, root: Path, schema_name: str, kind: str, findings: list[Finding], cache: Entries | None
+    path: Path,
+    root: Path,
+    schema_name: str,
+    kind: str,
+    findings: list[Finding],
+    cache: Entries | None,
+    real_root: Path | None = None,
 ) -> Document | None:
     try:
-        doc = load(path, root, cache=cache)
+        doc = load(path, root, cache=cache, real_root=real_root)
     except PipelineError as exc:
         findings.extend(exc.findings)
         return None
@@ -60,10 +66,11 @@ def load_model(
     and every finding; raises PipelineError only when base/ or the overlays cannot be read at all.
 
     With `cache`, files are parsed only when their path, bytes or the software changed
-    (`source.load`, the entries kept in one pack); schema checks and records are made on every
-    call."""
+    (`source.load`, the entries kept in sixteen packs by key, `cache.Packs`); schema checks and
+    records are made on every call."""
     findings: list[Finding] = []
-    pack = cache.pack(CACHE_ENTRY, cachekey.source_pack()) if cache is not None else None
+    # sixteen packs by key: a run that changes one file rewrites the one or two packs of its entries
+    pack = cache.packs(CACHE_ENTRY, cachekey.source_pack()) if cache is not None else None
     try:
         platform = _load_platform(root, findings, pack)
         clusters = _load_clusters(root, cluster, findings, pack)
@@ -181,8 +188,12 @@ def _load_tenants(root: Path, findings: list[Finding], cache: Entries | None) ->
     paths, problems = discover(root, "tenants")
     findings.extend(problems + misplaced(root, "tenants"))
     tenants = []
+    try:
+        real_root: Path | None = root.resolve()  # once for all tenant files
+    except (OSError, RuntimeError):
+        real_root = None  # each file's load reports it
     for path in paths:
-        doc = _load_checked(path, root, "tenant", "Tenant", findings, cache)
+        doc = _load_checked(path, root, "tenant", "Tenant", findings, cache, real_root)
         if doc is None:
             continue
         try:
