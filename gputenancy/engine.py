@@ -158,6 +158,10 @@ class _Cluster:
     key: str | None  # of the cluster (None: no cache for its tenants)
     results: memo.Memo[memo.Finished]
     overlay_key: str | None  # of the overlay's build, to store its output (None: nothing to store)
+    # once built: the platform objects, each tenant's and those the Component added (`_finish`)
+    built: tuple[list[RenderedObject], list[memo.Finished], list[RenderedObject]] = dataclasses.field(
+        default_factory=lambda: ([], [], [])
+    )
 
 
 def _run(
@@ -184,7 +188,6 @@ def _run(
     catalog = rules.effective_catalog(model)
     keys = _Keys(store, kustomize, catalog)
     stats = _Stats(store, clock, platforms=memo.platform(store), overlays=memo.overlay(store))
-    built_memo = memo.built(store)
     records = _Records()
     notes: list[str] = []
     results: dict[str, ClusterResult] = {}
@@ -275,7 +278,7 @@ def _run(
             if result is not None:
                 results[p.cluster.name] = result
                 # 6. the last word: the chain, Kueue support and canonical form on the built objects
-                findings.extend(_check_built(p, model, catalog, result, built_memo))
+                findings.extend(_check_built(p, model, catalog, result, store))
                 clock.lap("postbuild")
     # 7. across the clusters of each MultiKueue fleet built in this run (manager and workers together)
     findings.extend(
@@ -286,21 +289,19 @@ def _run(
 
 
 def _check_built(
-    p: _Cluster,
-    model: Model,
-    catalog: rules.Catalog,
-    result: ClusterResult,
-    found: memo.Memo[tuple[Finding, ...]],
+    p: _Cluster, model: Model, catalog: rules.Catalog, result: ClusterResult, store: Cache | None
 ) -> list[Finding]:
-    from gputenancy.check.chain import postbuild
+    """The checks on the cluster's built objects: tenant by tenant, each tenant's part from the memo
+    when it was checked before against the same context (`check.chain.slices`), when the objects of
+    every tenant are known (no object the Component added)."""
+    from gputenancy.check.chain import postbuild, slices
 
-    key = memo.built_key(p.key, p.keys) if p.key else None
-    done = found.lookup(key) if key else None
-    if done is None:
-        done = tuple(postbuild.check(model, p.cluster, catalog, result.objects, kustomized=p.kustomized))
-        if key:
-            found.store(key, done)
-    return list(done)
+    platform, finished, extra = p.built
+    if extra or len(finished) != len(p.tenants):
+        return postbuild.check(model, p.cluster, catalog, result.objects, kustomized=p.kustomized)
+    parts = [(t, k, d.objects) for t, k, d in zip(p.tenants, p.keys, finished, strict=True)]
+    found = memo.built(store, p.key)
+    return slices.check(model, p.cluster, catalog, platform, parts, found, kustomized=p.kustomized)
 
 
 def _finish(
@@ -334,6 +335,7 @@ def _finish(
     clock.lap("kustomize")
     ordered = [finished[i] for i in range(len(p.tenants))]
     objects = [*platform, *(o for d in ordered for o in d.objects), *extra]
+    p.built = (platform, ordered, extra)
     if p.kustomized:
         duplicated = build.duplicates(name, objects, Origin(f"overlays/{name}/kustomization.yaml"))
         if duplicated:

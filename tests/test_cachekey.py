@@ -28,7 +28,7 @@ import pytest
 import trees
 
 from gputenancy import engine
-from gputenancy.caching import cache, cachekey
+from gputenancy.caching import cache, cachekey, memo
 from gputenancy.common import proc
 
 PACKAGE = trees.REPO / "gputenancy"
@@ -151,6 +151,39 @@ def _tenant_record(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _moved(before, world.seen()) == {"tenant.tenant_record", "source.file_bytes"}
 
 
+@checks("built_context")
+def _built_context(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What one tenant lends its cohort: its entry misses, the other tenants' entries hit; the parts of the
+    post-build checks of the tenants whose queues borrow from that cohort miss (what they may borrow
+    changed), the others' hit."""
+    _, before, _ = _warm(world)
+    opened: list[memo.Memo[memo.BuiltPart]] = []
+    real = memo.built
+
+    def recording(*args: Any) -> memo.Memo[memo.BuiltPart]:
+        opened.append(real(*args))
+        return opened[-1]
+
+    monkeypatch.setattr(memo, "built", recording)
+    gpu = "gpu.nvidia.com"
+    trees.edit(
+        world.root,
+        "tenants/nlp.yaml",
+        lambda d: d["budgets"]["default"][0]["devices"][gpu].update(lendingLimit=1),
+    )
+    after = world.run()
+    assert (after.stats.misses, after.stats.hits) == (1, world.placements(after) - 1)
+    assert _moved(before, world.seen()) == {
+        "tenant.tenant_record",
+        "source.file_bytes",
+        "built.built_context",
+    }
+    borrowers = [t for t in after.model.tenants_on("prod") if t.cohort == "research"]
+    assert len(borrowers) > 1
+    assert sum(m.misses for m in opened) == len(borrowers)
+    assert sum(m.hits for m in opened) == world.placements(after) - len(borrowers)
+
+
 @checks("catalog")
 def _catalog(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """A class one tenant declares is in the catalog of every cluster: every tenant misses."""
@@ -214,6 +247,7 @@ def _kustomize_run(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
             "tool.size",
             "tool.mtime",
             "platform.platform_objects",  # the overlay's transformers no longer apply
+            "built.built_context",  # which the post-build checks of every tenant read
             "overlay.platform_layer",  # no overlay is built
             "source.path",  # nor are kustomizations read (each content parsed once, as a source file)
             "source.file_bytes",
@@ -255,6 +289,7 @@ def _platform_objects(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _moved(before, world.seen()) == {
         "cluster.staged_files",
         "platform.platform_objects",
+        "built.built_context",
         "overlay.platform_layer",
         "source.file_bytes",
     }
@@ -285,7 +320,11 @@ def _platform_layer(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     assert (after.stats.hits, after.stats.misses) == (world.placements(after), 0)
     built = [o for o in after.clusters[cluster].objects if o.key in changed]
     assert built and built[0].body["metadata"]["labels"]["example.com/changed"] == "yes"
-    assert _moved(before, world.seen()) == {"overlay.platform_layer", "platform.platform_objects"}
+    assert _moved(before, world.seen()) == {
+        "overlay.platform_layer",
+        "platform.platform_objects",
+        "built.built_context",  # the platform objects, as every tenant's post-build checks read them
+    }
 
 
 def _overlay(world: World, cluster: str) -> dict[str, Any]:

@@ -16,9 +16,9 @@ Kinds of keys (a key holds the digest of another by naming that kind among its i
 - ``platform``: the validation report of one cluster's platform layer.
 - ``overlay``: kustomize's output for one cluster's overlay (base/, the overlay, the platform layer):
   a plan that changes no file kustomize reads for it does not run kustomize on it again.
-- ``built``: the checks on one cluster's built objects (`check.postbuild`), which look at every tenant
-  of the cluster at once; its ``tenant`` part is the digest of the keys of every tenant on the cluster,
-  in order.
+- ``built``: one tenant's part of the checks on a cluster's built objects (`check.chain.slices`): the
+  tenant's entry key and what the part reads from the rest of the cluster; kept in a pack named by
+  the ``cluster`` key.
 - ``source-pack`` and ``source``: the pack of loaded input files, and one loaded file in it.
 - ``tool``: the `version` output of a kustomize executable, so runs do not start it only to ask.
 
@@ -74,6 +74,9 @@ INGREDIENTS: Mapping[str, str] = {
     # tenant, platform
     "tenant_record": "the tenant's record as loaded: every field, with its line numbers (repr)",
     "platform_objects": "the platform layer as built: bodies, origins and where each field came from",
+    # built
+    "built_context": "what a tenant's post-build checks read beyond its own objects: the platform layer "
+    "as built, the lendable quota of its ClusterQueues' cohort trees, the owners of its namespaces",
     # overlay
     "platform_layer": "the platform layer's files as written for kustomize (names and text)",
     # source
@@ -102,7 +105,7 @@ KEYS: Mapping[str, tuple[str, ...]] = {
     "tenant": ("cluster", "tenant_record"),
     "platform": ("cluster", "platform_objects"),
     "overlay": ("cluster", "platform_layer"),
-    "built": ("cluster", "tenant"),
+    "built": ("tenant", "built_context"),
     "source-pack": ("software",),
     "source": ("software", "path", "file_bytes"),
     "tool": ("executable", "size", "mtime"),

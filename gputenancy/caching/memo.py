@@ -7,8 +7,8 @@ misses every lookup and keeps nothing, so a run takes the same path either way.
 
 Four kinds of results: kustomize's output for a cluster's overlay (`overlay`), a tenant's on one cluster (`Finished`: built objects, their generated/ files and
 the validation findings about them), kept in the cluster's packs; the validation report of a
-cluster's platform layer (`PlatformReport`), one cache entry each; and the findings of the checks on a
-cluster's built objects (`built`), one cache entry each. Entries are JSON of plain data; one
+cluster's platform layer (`PlatformReport`), one cache entry each; and each tenant's part of the checks
+on a cluster's built objects (`BuiltPart`), kept in one pack per cluster. Entries are JSON of plain data; one
 that checks out but does not decode is a miss, counted in `Cache.corrupt`.
 """
 
@@ -39,6 +39,17 @@ class Finished:
     objects: tuple[RenderedObject, ...]
     files: tuple[tuple[str, bytes], ...]
     findings: tuple[Finding, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class BuiltPart:
+    """One tenant's part of the checks on a cluster's built objects (`check.chain.slices`): the findings
+    about its objects, the names of its claim templates with CEL selectors when the cluster declares no
+    device inventory, and whether kustomize changed a quota of its ClusterQueue."""
+
+    findings: tuple[Finding, ...]
+    selector_claims: tuple[str, ...]
+    capacity_changed: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,9 +119,11 @@ def platform(store: Cache | None) -> Memo[PlatformReport]:
     return Memo(store, PLATFORM_ENTRY, _encode_report, _decode_report)
 
 
-def built(store: Cache | None) -> Memo[tuple[Finding, ...]]:
-    """The findings of the checks on a cluster's built objects, one cache entry per cluster."""
-    return Memo(store, BUILT_ENTRY, _findings, _decode_built)
+def built(store: Cache | None, cluster_key: str | None) -> Memo[BuiltPart]:
+    """The tenants' parts of the checks on one cluster's built objects, in the pack named by
+    `cluster_key` (None: no cache)."""
+    pack = store.pack(BUILT_ENTRY, cluster_key) if store is not None and cluster_key else None
+    return Memo(pack, BUILT_ENTRY, _encode_part, _decode_part)
 
 
 def overlay(store: Cache | None) -> Memo[str]:
@@ -124,8 +137,10 @@ def overlay_key(cluster_key: str, layer: Mapping[str, str]) -> str:
     return cachekey.key("overlay", cluster=cluster_key, platform_layer=described)
 
 
-def built_key(cluster_key: str, tenant_keys: Sequence[str]) -> str:
-    return cachekey.key("built", cluster=cluster_key, tenant=cachekey.digest(*tenant_keys))
+def built_key(tenant_key: str, context: str) -> str:
+    """The key of a tenant's part of the checks on the built objects: its entry key, and what the part
+    reads from the rest of the cluster (`check.chain.slices.context`)."""
+    return cachekey.key("built", tenant=tenant_key, built_context=context)
 
 
 def tenant_key(cluster_key: str, record: str) -> str:
@@ -137,15 +152,19 @@ def platform_key(cluster_key: str, objects: Sequence[RenderedObject]) -> str | N
     """The key of a platform report on `objects`; None when they cannot be written as JSON."""
     if not all(_plain(dict(o.body)) for o in objects):
         return None
-    described = cachekey.digest(
+    return cachekey.key("platform", cluster=cluster_key, platform_objects=platform_digest(objects))
+
+
+def platform_digest(objects: Sequence[RenderedObject]) -> str:
+    """The digest of objects as built: bodies, origins and where each field came from."""
+    return cachekey.digest(
         *(
-            json.dumps(o.body, sort_keys=True)
+            json.dumps(o.body, sort_keys=True, default=repr)
             + repr(o.origin)
             + repr(sorted(o.field_origins.items(), key=repr))
             for o in objects
         )
     )
-    return cachekey.key("platform", cluster=cluster_key, platform_objects=described)
 
 
 # ------------------------------------------------------------------------------ entries
@@ -198,9 +217,20 @@ def _decode(cluster: str, value: Any) -> Finished | None:
     return Finished(tuple(objects), tuple(files), findings)
 
 
-def _decode_built(value: Any) -> tuple[Finding, ...] | None:
+def _encode_part(part: BuiltPart) -> dict[str, Any]:
+    return {
+        "findings": _findings(part.findings),
+        "selector_claims": list(part.selector_claims),
+        "capacity_changed": part.capacity_changed,
+    }
+
+
+def _decode_part(value: Any) -> BuiltPart | None:
     try:
-        return _read_findings(value)
+        claims, changed = value["selector_claims"], value["capacity_changed"]
+        if not isinstance(changed, bool) or not all(isinstance(n, str) for n in claims):
+            return None
+        return BuiltPart(_read_findings(value["findings"]), tuple(claims), changed)
     except (KeyError, TypeError, ValueError):
         return None
 

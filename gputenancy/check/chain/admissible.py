@@ -18,7 +18,7 @@ QuotaCheckStrategy) resources the ClusterQueue does not cover. A queue with `sto
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -180,7 +180,7 @@ def _written_zeros(view: View, cq: Built) -> Written:
             stated.setdefault(fb.flavor, set()).add(resource)
             where.setdefault(resource, []).append(f"{fb.flavor} at {tenant.path}:{amount.origin.line}")
     out: Written = {}
-    for (flavor, resource), (nominal, _, _) in _quotas(cq)[1].items():
+    for (flavor, resource), (nominal, _, _) in _quotas(spec_of(cq))[1].items():
         if nominal.value == 0 and flavor in origins and resource not in stated.get(flavor, set()):
             elsewhere = ", ".join(where.get(resource, [])) or "another flavor"
             out[(flavor, resource)] = (
@@ -194,11 +194,11 @@ Quota = tuple[Quantity, Quantity | None, Quantity | None]  # nominal, borrowingL
 Quotas = dict[tuple[str, str], Quota]  # (flavor, resource) -> quota
 
 
-def _quotas(cq: Built) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
-    """Resource groups as (covered resources, flavor names in order) and every quota of the queue."""
+def _quotas(spec: Mapping[str, Any]) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
+    """Resource groups as (covered resources, flavor names in order) and every quota of a queue's spec."""
     groups: list[tuple[set[str], list[str]]] = []
     quotas: Quotas = {}
-    for group in spec_of(cq).get("resourceGroups") or []:
+    for group in spec.get("resourceGroups") or []:
         if not isinstance(group, dict):
             continue
         names: list[str] = []
@@ -219,29 +219,30 @@ def _quotas(cq: Built) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
     return groups, quotas
 
 
-class _Pool:
+class Pool:
     """What each ClusterQueue may borrow: per cohort tree, flavor and resource, the sum of what every
-    queue in the tree lends (its lendingLimit, else its nominal quota)."""
+    queue in the tree lends (its lendingLimit, else its nominal quota). Made from the Cohorts and every
+    ClusterQueue (name, spec) of a cluster."""
 
-    def __init__(self, view: View) -> None:
+    def __init__(self, cohorts: Sequence[Built], queues: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
         parents: dict[str, str] = {}
         self.open_trees: set[str] = set()  # trees with cohort-level quotas: no bound computed here
-        for c in view.of(KUEUE, "Cohort"):
+        for c in cohorts:
             parent = spec_of(c).get("parentName")
             if isinstance(parent, str) and parent:
                 parents[c.name] = parent
         self.parents = parents
-        for c in view.of(KUEUE, "Cohort"):
+        for c in cohorts:
             if spec_of(c).get("resourceGroups"):
                 self.open_trees.add(self.root(c.name))
         self.quotas: dict[str, Quotas] = {}
         self.groups: dict[str, list[tuple[set[str], list[str]]]] = {}
         self.lendable: dict[tuple[str, str, str], Decimal] = {}  # exact sums, as Kueue's int64 milli-units
         self.capacities: dict[tuple[str, str, str], Quantity | None] = {}
-        for cq in view.of(KUEUE, "ClusterQueue"):
-            groups, quotas = _quotas(cq)
-            self.groups[cq.name], self.quotas[cq.name] = groups, quotas
-            tree = self.tree(cq)
+        for name, spec in queues:
+            groups, quotas = _quotas(spec)
+            self.groups[name], self.quotas[name] = groups, quotas
+            tree = self.tree_of(spec)
             if tree is None:
                 continue
             for (flavor, resource), (nominal, _, lending) in quotas.items():
@@ -249,6 +250,25 @@ class _Pool:
                 self.lendable[key] = self.lendable.get(key, _NONE) + (
                     lending.value if lending is not None else nominal.value
                 )
+
+    @classmethod
+    def of(cls, view: View) -> Pool:
+        """The pool of the view's cluster (shared by the views of its parts)."""
+        if view.around is not None:
+            pool: Pool = view.around.pool
+            return pool
+        return cls(
+            view.of(KUEUE, "Cohort"), ((cq.name, spec_of(cq)) for cq in view.of(KUEUE, "ClusterQueue"))
+        )
+
+    def described(self, tree: str) -> str:
+        """What a queue of `tree` may borrow, as text (a part of the key of its findings)."""
+        if not hasattr(self, "_described"):
+            by_tree: dict[str, list[tuple[str, str, str]]] = {}
+            for (t, f, r), v in self.lendable.items():
+                by_tree.setdefault(t, []).append((f, r, str(v)))
+            self._described = {t: repr(sorted(lent)) for t, lent in by_tree.items()}
+        return repr((tree, tree in self.open_trees, self._described.get(tree, "[]")))
 
     def root(self, cohort: str) -> str:
         seen = {cohort}
@@ -258,7 +278,10 @@ class _Pool:
         return cohort
 
     def tree(self, cq: Built) -> str | None:
-        cohort = spec_of(cq).get("cohortName")
+        return self.tree_of(spec_of(cq))
+
+    def tree_of(self, spec: Mapping[str, Any]) -> str | None:
+        cohort = spec.get("cohortName")
         return self.root(cohort) if isinstance(cohort, str) and cohort else None
 
     def max_capacity(self, cq: Built, flavor: str, resource: str) -> Quantity | None:
@@ -327,7 +350,7 @@ def claim_admissible(view: View) -> Iterator[Finding]:
     ignore_undeclared = undeclared_ignored(config, view)
     minimum = _pod_requests(view)
     transformations = _transformations(config)
-    pool = _Pool(view)
+    pool = Pool.of(view)
     held: dict[str, tuple[Built, list[Built]]] = {
         cq.name: (cq, []) for cq in view.of(KUEUE, "ClusterQueue") if _held(cq)
     }
@@ -386,7 +409,7 @@ def claim_admissible(view: View) -> Iterator[Finding]:
 
 
 def _verdict(
-    pool: _Pool,
+    pool: Pool,
     cq: Built,
     needs: tuple[tuple[str, Quantity, str], ...],
     ignore_undeclared: bool,
