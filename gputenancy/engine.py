@@ -188,6 +188,7 @@ def _run(
     catalog = rules.effective_catalog(model)
     keys = _Keys(store, kustomize, catalog)
     stats = _Stats(store, clock, platforms=memo.platform(store), overlays=memo.overlay(store))
+    built_memo = memo.built(store)
     records = _Records()
     notes: list[str] = []
     results: dict[str, ClusterResult] = {}
@@ -278,7 +279,7 @@ def _run(
             if result is not None:
                 results[p.cluster.name] = result
                 # 6. the last word: the chain, Kueue support and canonical form on the built objects
-                findings.extend(_check_built(p, model, catalog, result, store))
+                findings.extend(_check_built(p, model, catalog, result, built_memo, store))
                 clock.lap("postbuild")
     # 7. across the clusters of each MultiKueue fleet built in this run (manager and workers together)
     findings.extend(
@@ -289,19 +290,33 @@ def _run(
 
 
 def _check_built(
-    p: _Cluster, model: Model, catalog: rules.Catalog, result: ClusterResult, store: Cache | None
+    p: _Cluster,
+    model: Model,
+    catalog: rules.Catalog,
+    result: ClusterResult,
+    found: memo.Memo[tuple[Finding, ...]],
+    store: Cache | None,
 ) -> list[Finding]:
-    """The checks on the cluster's built objects: tenant by tenant, each tenant's part from the memo
-    when it was checked before against the same context (`check.chain.slices`), when the objects of
-    every tenant are known (no object the Component added)."""
+    """The checks on the cluster's built objects: from the memo when no tenant of the cluster changed;
+    else tenant by tenant, each tenant's part from the memo when it was checked before against the same
+    context (`check.chain.slices`), when the objects of every tenant are known (none the Component
+    added)."""
     from gputenancy.check.chain import postbuild, slices
 
-    platform, finished, extra = p.built
-    if extra or len(finished) != len(p.tenants):
-        return postbuild.check(model, p.cluster, catalog, result.objects, kustomized=p.kustomized)
-    parts = [(t, k, d.objects) for t, k, d in zip(p.tenants, p.keys, finished, strict=True)]
-    found = memo.built(store, p.key)
-    return slices.check(model, p.cluster, catalog, platform, parts, found, kustomized=p.kustomized)
+    key = memo.built_key(p.key, p.keys) if p.key else None
+    done = found.lookup(key) if key else None
+    if done is None:
+        platform, finished, extra = p.built
+        if extra or len(finished) != len(p.tenants):
+            checked = postbuild.check(model, p.cluster, catalog, result.objects, kustomized=p.kustomized)
+        else:
+            parts = [(t, k, d.objects) for t, k, d in zip(p.tenants, p.keys, finished, strict=True)]
+            memos = memo.built_parts(store, p.key)
+            checked = slices.check(model, p.cluster, catalog, platform, parts, memos, kustomized=p.kustomized)
+        done = tuple(checked)
+        if key:
+            found.store(key, done)
+    return list(done)
 
 
 def _finish(

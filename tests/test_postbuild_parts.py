@@ -12,6 +12,7 @@ selectors, a budget (what the cohort lends), its state, or the cluster's invento
 from __future__ import annotations
 
 import copy
+import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from test_admission_property import FLAVORS, H100, _capacity, fleets
 
 from gputenancy import engine
-from gputenancy.caching import memo
+from gputenancy.caching import cache, memo
 from gputenancy.check.chain import postbuild, slices
 from gputenancy.common.objects import RenderedObject
 
@@ -79,17 +80,22 @@ def _postbuild(result: engine.Result) -> list[str]:
     return sorted(f.format() for f in result.findings if f.rule in RULES)
 
 
+Memos = tuple[memo.Memo[memo.BuiltPart], memo.Memo[memo.BuiltFacts]]
+
+
 @pytest.fixture
-def parts_looked_up(monkeypatch: pytest.MonkeyPatch) -> list[memo.Memo[memo.BuiltPart]]:
-    """Every memo of parts a run opens, to count its hits."""
-    opened: list[memo.Memo[memo.BuiltPart]] = []
-    real = memo.built
+def parts_looked_up(monkeypatch: pytest.MonkeyPatch) -> list[Memos]:
+    """Every memo of parts a run with a cache opens, to count its hits."""
+    opened: list[Memos] = []
+    real = memo.built_parts
 
-    def recording(*args: Any) -> memo.Memo[memo.BuiltPart]:
-        opened.append(real(*args))
-        return opened[-1]
+    def recording(store: cache.Cache | None, cluster_key: str | None) -> Memos:
+        memos = real(store, cluster_key)
+        if store is not None:
+            opened.append(memos)
+        return memos
 
-    monkeypatch.setattr(memo, "built", recording)
+    monkeypatch.setattr(memo, "built_parts", recording)
     return opened
 
 
@@ -103,7 +109,7 @@ def parts_looked_up(monkeypatch: pytest.MonkeyPatch) -> list[memo.Memo[memo.Buil
 @given(case=edited())
 def test_parts_from_the_cache_find_what_the_whole_cluster_finds(
     case: tuple[list[dict[str, Any]], bool, list[dict[str, Any]], bool],
-    parts_looked_up: list[memo.Memo[memo.BuiltPart]],
+    parts_looked_up: list[Memos],
 ) -> None:
     before, inventory, after, inventory_after = case
     with tempfile.TemporaryDirectory() as tmp:
@@ -123,11 +129,12 @@ def test_parts_from_the_cache_find_what_the_whole_cluster_finds(
             fresh.model, fresh.model.clusters["c1"], _catalog(fresh), objects, kustomized=True
         )
         assert _postbuild(fresh) == sorted(f.format() for f in whole)
-        found = parts_looked_up[0] if parts_looked_up else None
+        found = parts_looked_up[0][0] if parts_looked_up else None
         if found is not None and inventory == inventory_after:
             changed = {t["name"] for t, u in zip(before, after, strict=True) if t != u}
             unchanged = len(before) - len(changed)
-            # an unchanged tenant misses only when what it reads from the rest changed (a budget)
+            # (parts are looked up only when a tenant changed); an unchanged tenant misses only when
+            # what it reads from the rest changed (a budget, a cohort)
             assert found.hits + found.misses == len(before)
             assert found.misses >= len(changed)
             if all(
@@ -163,19 +170,20 @@ def test_a_tenant_whose_queue_is_another_tenants_is_checked_with_the_whole_clust
         )
         for t in result.model.tenants_on("c1")
     ]
-    assert slices.separable(platform, parts)
+    assert slices.separable(platform, [slices.facts_of(t, objects) for t, _, objects in parts])
     queue = next(o for o in parts[0][2] if o.body["kind"] == "LocalQueue")
     body = copy.deepcopy(dict(queue.body))
     body["spec"]["clusterQueue"] = "b"
     crossed = [RenderedObject(o.cluster, body, o.origin) if o is queue else o for o in parts[0][2]]
-    assert not slices.separable(platform, [(parts[0][0], "", crossed), parts[1]])
+    facts = [slices.facts_of(parts[0][0], crossed), slices.facts_of(*parts[1][::2])]
+    assert not slices.separable(platform, facts)
     found = slices.check(
         result.model,
         result.model.clusters["c1"],
         _catalog(result),
         platform,
         [(parts[0][0], "", crossed), parts[1]],
-        memo.built(None, None),
+        memo.built_parts(None, None),
         kustomized=True,
     )
     whole = postbuild.check(
@@ -187,3 +195,35 @@ def test_a_tenant_whose_queue_is_another_tenants_is_checked_with_the_whole_clust
     )
     assert found == whole
     assert any(f.rule == "built-queue-reference" and "tenant 'b'" in f.message for f in found)
+
+
+def test_facts_come_back_from_the_cache_as_they_were_found(tmp_path: Path) -> None:
+    """A tenant's facts (what its part is looked up by) read back from a pack equal those found on its
+    objects; an entry of another shape is a miss, counted as corrupt."""
+    selector = f"device.attributes['gpu.nvidia.com'].productName == '{H100}'"
+    claims = [{"name": "x1", "deviceClass": s.GPU, "count": 1, "selectors": [selector]}]
+    budgets = [{"flavor": "h100", "devices": {s.GPU: {"nominal": 2, "lendingLimit": 1}}, "resources": s.POD}]
+    tenants = [s.tenant("a", budgets, claimTemplates=claims, cohort="research")]
+    root = _write(tmp_path / "repo", tenants, False)
+    result = engine.run(root, cache=None)
+    assert not result.failed, [f.format() for f in result.findings]
+    (tenant,) = result.model.tenants_on("c1")
+    objects = [o for o in result.clusters["c1"].objects if o.origin.path == tenant.path]
+    facts = slices.facts_of(tenant, objects)
+    assert facts.separate and facts.local_queues and facts.claim_namespaces
+    ((name, (cohort, lent)),) = facts.queues
+    assert (name, cohort, lent[-1]) == ("a", "research", ("h100", "nvidia.com/gpu", "1"))  # its lendingLimit
+    assert facts.selector_claims == ("x1",)
+    store = cache.Cache(tmp_path / "cache")
+    _, known = memo.built_parts(store, "c" * 64)
+    known.store("a" * 64, facts)
+    known.store("b" * 64, dataclasses.replace(facts, claim_namespaces=("ns",)))
+    known.save()
+    again = cache.Cache(tmp_path / "cache")
+    _, known = memo.built_parts(again, "c" * 64)
+    assert known.lookup("a" * 64) == facts
+    pack = again.get(memo.BUILT_PART_ENTRY, "c" * 64)
+    pack["b" * 64][3] = [1]  # a number where a namespace belongs
+    assert again.put(memo.BUILT_PART_ENTRY, "c" * 64, pack)
+    _, known = memo.built_parts(again, "c" * 64)
+    assert known.lookup("b" * 64) is None and again.corrupt == 1

@@ -16,9 +16,14 @@ Kinds of keys (a key holds the digest of another by naming that kind among its i
 - ``platform``: the validation report of one cluster's platform layer.
 - ``overlay``: kustomize's output for one cluster's overlay (base/, the overlay, the platform layer):
   a plan that changes no file kustomize reads for it does not run kustomize on it again.
-- ``built``: one tenant's part of the checks on a cluster's built objects (`check.chain.slices`): the
-  tenant's entry key and what the part reads from the rest of the cluster; kept in a pack named by
-  the ``cluster`` key.
+- ``built``: the checks on one cluster's built objects (`check.postbuild`), which look at every tenant
+  of the cluster at once; its ``tenant`` part is the digest of the keys of every tenant on the cluster,
+  in order.
+- ``built-part``: one tenant's part of those checks (`check.chain.slices`), looked up when the
+  cluster's ``built`` entry is not found: the tenant's entry key and what the part reads from the rest
+  of the cluster; kept in a pack named by the ``cluster`` key, beside what those checks need of the
+  tenant's objects before its part is looked up, kept under the ``tenant`` key itself (which fixes the
+  objects).
 - ``source-pack`` and ``source``: the pack of loaded input files, and one loaded file in it.
 - ``tool``: the `version` output of a kustomize executable, so runs do not start it only to ask.
 
@@ -105,7 +110,8 @@ KEYS: Mapping[str, tuple[str, ...]] = {
     "tenant": ("cluster", "tenant_record"),
     "platform": ("cluster", "platform_objects"),
     "overlay": ("cluster", "platform_layer"),
-    "built": ("tenant", "built_context"),
+    "built": ("cluster", "tenant"),
+    "built-part": ("tenant", "built_context"),
     "source-pack": ("software",),
     "source": ("software", "path", "file_bytes"),
     "tool": ("executable", "size", "mtime"),

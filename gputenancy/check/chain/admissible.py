@@ -219,12 +219,26 @@ def _quotas(spec: Mapping[str, Any]) -> tuple[list[tuple[set[str], list[str]]], 
     return groups, quotas
 
 
+Lent = tuple[str, list[tuple[str, str, Decimal]]]  # cohortName ("": none), (flavor, resource, amount)
+
+
+def lent(spec: Mapping[str, Any]) -> Lent:
+    """What a ClusterQueue (its spec) lends its cohort: per flavor and resource, its lendingLimit, else
+    its nominal quota."""
+    cohort = spec.get("cohortName")
+    amounts = [
+        (flavor, resource, lending.value if lending is not None else nominal.value)
+        for (flavor, resource), (nominal, _, lending) in _quotas(spec)[1].items()
+    ]
+    return (cohort if isinstance(cohort, str) else "", amounts)
+
+
 class Pool:
     """What each ClusterQueue may borrow: per cohort tree, flavor and resource, the sum of what every
-    queue in the tree lends (its lendingLimit, else its nominal quota). Made from the Cohorts and every
-    ClusterQueue (name, spec) of a cluster."""
+    queue in the tree lends (its lendingLimit, else its nominal quota). Made from the Cohorts and what
+    every ClusterQueue of a cluster lends (`lent`), in order."""
 
-    def __init__(self, cohorts: Sequence[Built], queues: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+    def __init__(self, cohorts: Sequence[Built], lent: Iterable[Lent]) -> None:
         parents: dict[str, str] = {}
         self.open_trees: set[str] = set()  # trees with cohort-level quotas: no bound computed here
         for c in cohorts:
@@ -235,21 +249,17 @@ class Pool:
         for c in cohorts:
             if spec_of(c).get("resourceGroups"):
                 self.open_trees.add(self.root(c.name))
-        self.quotas: dict[str, Quotas] = {}
-        self.groups: dict[str, list[tuple[set[str], list[str]]]] = {}
+        self.queues: dict[str, tuple[list[tuple[set[str], list[str]]], Quotas]] = {}
         self.lendable: dict[tuple[str, str, str], Decimal] = {}  # exact sums, as Kueue's int64 milli-units
         self.capacities: dict[tuple[str, str, str], Quantity | None] = {}
-        for name, spec in queues:
-            groups, quotas = _quotas(spec)
-            self.groups[name], self.quotas[name] = groups, quotas
-            tree = self.tree_of(spec)
-            if tree is None:
+        self._described: dict[str, str] | None = None
+        for cohort, amounts in lent:
+            if not cohort:
                 continue
-            for (flavor, resource), (nominal, _, lending) in quotas.items():
+            tree = self.root(cohort)
+            for flavor, resource, value in amounts:
                 key = (tree, flavor, resource)
-                self.lendable[key] = self.lendable.get(key, _NONE) + (
-                    lending.value if lending is not None else nominal.value
-                )
+                self.lendable[key] = self.lendable.get(key, _NONE) + value
 
     @classmethod
     def of(cls, view: View) -> Pool:
@@ -257,18 +267,28 @@ class Pool:
         if view.around is not None:
             pool: Pool = view.around.pool
             return pool
-        return cls(
-            view.of(KUEUE, "Cohort"), ((cq.name, spec_of(cq)) for cq in view.of(KUEUE, "ClusterQueue"))
-        )
+        return cls(view.of(KUEUE, "Cohort"), (lent(spec_of(cq)) for cq in view.of(KUEUE, "ClusterQueue")))
+
+    def queue(self, cq: Built) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
+        """The queue's resource groups and quotas (`_quotas`), worked out once."""
+        found = self.queues.get(cq.name)
+        if found is None:
+            found = self.queues[cq.name] = _quotas(spec_of(cq))
+        return found
 
     def described(self, tree: str) -> str:
         """What a queue of `tree` may borrow, as text (a part of the key of its findings)."""
-        if not hasattr(self, "_described"):
+        if self._described is None:
             by_tree: dict[str, list[tuple[str, str, str]]] = {}
             for (t, f, r), v in self.lendable.items():
                 by_tree.setdefault(t, []).append((f, r, str(v)))
-            self._described = {t: repr(sorted(lent)) for t, lent in by_tree.items()}
-        return repr((tree, tree in self.open_trees, self._described.get(tree, "[]")))
+            self._described = {
+                t: repr((t, t in self.open_trees, sorted(lent))) for t, lent in by_tree.items()
+            }
+        found = self._described.get(tree)
+        if found is None:
+            found = self._described[tree] = repr((tree, tree in self.open_trees, []))
+        return found
 
     def root(self, cohort: str) -> str:
         seen = {cohort}
@@ -278,10 +298,7 @@ class Pool:
         return cohort
 
     def tree(self, cq: Built) -> str | None:
-        return self.tree_of(spec_of(cq))
-
-    def tree_of(self, spec: Mapping[str, Any]) -> str | None:
-        cohort = spec.get("cohortName")
+        cohort = spec_of(cq).get("cohortName")
         return self.root(cohort) if isinstance(cohort, str) and cohort else None
 
     def max_capacity(self, cq: Built, flavor: str, resource: str) -> Quantity | None:
@@ -292,7 +309,7 @@ class Pool:
         return self.capacities[key]
 
     def _max_capacity(self, cq: Built, flavor: str, resource: str) -> Quantity | None:
-        nominal, borrowing, lending = self.quotas[cq.name].get((flavor, resource), (ZERO, None, None))
+        nominal, borrowing, lending = self.queue(cq)[1].get((flavor, resource), (ZERO, None, None))
         tree = self.tree(cq)
         if tree is None:
             return nominal
@@ -376,7 +393,7 @@ def claim_admissible(view: View) -> Iterator[Finding]:
         needs = transformed(needs, transformations)
         for resource, q in devices.items():
             needs[resource] = (q, "the claim template")
-        if any("pods" in covered for covered, _ in pool.groups[cq.name]):
+        if any("pods" in covered for covered, _ in pool.queue(cq)[0]):
             needs["pods"] = (ONE, "one per pod")  # Kueue counts every pod when the queue covers pods
         key = (cq.name, tuple(sorted((r, q, w) for r, (q, w) in needs.items() if not r.startswith(excluded))))
         if key not in verdicts:
@@ -416,7 +433,7 @@ def _verdict(
     zeros: Callable[[], Written],
 ) -> list[str]:
     """Why no flavor of `cq` holds a pod asking for `needs`; messages name the tenant file as _TENANT."""
-    groups = pool.groups[cq.name]
+    groups = pool.queue(cq)[0]
     covered_all = set().union(*(c for c, _ in groups)) if groups else set()
     problems = []
     for resource, amount, why in needs:

@@ -285,8 +285,14 @@ def device_inventory(view: View) -> Iterator[Finding]:
 
 
 def _requests(rct: Built) -> Iterator[tuple[str, str, int, tuple[str, ...]]]:
-    """(request name, DeviceClass, count, selectors) of each ExactCount request that carries selectors."""
-    devices = (spec_of(rct).get("spec") or {}).get("devices") or {}
+    return requests_of(rct.body)
+
+
+def requests_of(body: Mapping[str, Any]) -> Iterator[tuple[str, str, int, tuple[str, ...]]]:
+    """(request name, DeviceClass, count, selectors) of each ExactCount request of a claim template
+    (its body) that carries selectors."""
+    spec = body.get("spec")
+    devices = ((spec if isinstance(spec, dict) else {}).get("spec") or {}).get("devices") or {}
     for req in devices.get("requests") or [] if isinstance(devices, dict) else []:
         exactly = req.get("exactly") if isinstance(req, dict) else None
         if not isinstance(exactly, dict) or exactly.get("allocationMode", "ExactCount") != "ExactCount":
@@ -382,11 +388,6 @@ def claim_devices(view: View) -> Iterator[Finding]:
                 f"ResourceClaimTemplate {rct.name} on cluster {view.cluster.name!r}: {problem} ({where}); "
                 "place it on other clusters or change its selectors",
             )
-
-
-def selector_claims(view: View) -> list[str]:
-    """The names of the claim templates with CEL selectors in the view."""
-    return [rct.name for rct in view.of(DRA, "ResourceClaimTemplate") if any(_requests(rct))]
 
 
 def devices_note(view: View, names: Sequence[str]) -> Iterator[Finding]:

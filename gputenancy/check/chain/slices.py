@@ -24,9 +24,10 @@ changed by kustomize, the whole cluster is checked at once, as before.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
-from gputenancy.caching import cachekey, memo
+from gputenancy.caching import memo
 from gputenancy.check.chain import admissible, builtlimits, inventory, postbuild
 from gputenancy.check.chain.builtview import (
     DRA,
@@ -61,32 +62,36 @@ def check(
     catalog: Catalog,
     platform: Sequence[RenderedObject],
     parts: Sequence[Part],
-    found: memo.Memo[memo.BuiltPart],
+    found: tuple[memo.Memo[memo.BuiltPart], memo.Memo[memo.BuiltFacts]],
     *,
     kustomized: bool,
 ) -> list[Finding]:
     """The findings of `postbuild.check` on `platform` and the parts' objects (in that order), each
     tenant's part from `found` when it was checked before against the same context."""
-    if not separable(platform, parts):
+    results, known = found
+    facts = [_facts(tenant, key, objects, known) for tenant, key, objects in parts]
+    if not separable(platform, facts):
+        known.save()
         return _whole(model, cluster, catalog, platform, parts, kustomized=kustomized)
     base = build_view(model, cluster, catalog, platform, kustomized=kustomized)
-    around = _around(base, parts)
-    shared = postbuild.run(base)
+    around = _around(base, facts)
+    shared = postbuild.run(base, skip=ADDED_UP)  # no ClusterQueue among the platform objects
     described = memo.platform_digest(platform)
-    results: list[memo.BuiltPart] = []
-    for _, key, objects in parts:
-        part_key = memo.built_key(key, context(around, described, objects)) if key else None
-        part = found.lookup(part_key) if part_key else None
+    done: list[memo.BuiltPart] = []
+    for (_, key, objects), f in zip(parts, facts, strict=True):
+        part_key = memo.built_part_key(key, context(around, described, f)) if key else None
+        part = results.lookup(part_key) if part_key else None
         if part is None:
             part = _part(part_view(base, around, objects), shared)
             if part_key:
-                found.store(part_key, part)
-        results.append(part)
-    found.save()
-    if any(r.capacity_changed for r in results):
+                results.store(part_key, part)
+        done.append(part)
+    results.save()
+    if any(r.capacity_changed for r in done):
         return _whole(model, cluster, catalog, platform, parts, kustomized=kustomized)
-    total = shared.union(*(r.findings for r in results))
-    total.update(inventory.devices_note(base, [n for r in results for n in r.selector_claims]))
+    total = shared.union(*(r.findings for r in done))
+    if around.inventory is None:
+        total.update(inventory.devices_note(base, [n for f in facts for n in f.selector_claims]))
     return sorted(total)
 
 
@@ -103,87 +108,97 @@ def _whole(
     return postbuild.check(model, cluster, catalog, objects, kustomized=kustomized)
 
 
-def _around(base: View, parts: Sequence[Part]) -> Around:
-    queues = [
-        (_name(o), _spec(o))
-        for _, _, objects in parts
-        for o in objects
-        if _kind(o) == (KUEUE, "ClusterQueue")
-    ]
-    pool = admissible.Pool(base.of(KUEUE, "Cohort"), queues)
-    found = inventory.inventory(base)
+def _facts(
+    tenant: Tenant, key: str, objects: Sequence[RenderedObject], known: memo.Memo[memo.BuiltFacts]
+) -> memo.BuiltFacts:
+    found = known.lookup(key) if key else None  # under the tenant's entry key: it fixes the objects
+    if found is None:
+        found = facts_of(tenant, objects)
+        if key:
+            known.store(key, found)
+    return found
+
+
+def facts_of(tenant: Tenant, objects: Sequence[RenderedObject]) -> memo.BuiltFacts:
+    """What `separable`, the cohort pool and `context` need of a tenant's built objects."""
+    separate = True
+    queues: list[tuple[str, memo.Lent]] = []
+    local_queues: list[tuple[str, str | None]] = []
+    claim_namespaces: list[str] = []
+    selector_claims: list[str] = []
+    for o in objects:
+        kind = _kind(o)
+        labels = (o.body.get("metadata") or {}).get("labels")
+        if (
+            kind not in _PART_KINDS
+            or not isinstance(labels, dict)
+            or labels.get(TENANT_LABEL) != tenant.name
+            or (o.origin.path != tenant.path and not is_fallback(o.origin))
+        ):
+            separate = False
+        if kind == (KUEUE, "ClusterQueue"):
+            cohort, amounts = admissible.lent(_spec(o))
+            queues.append((_name(o), (cohort, tuple((f, r, str(a)) for f, r, a in amounts))))
+        elif kind == (KUEUE, "LocalQueue"):
+            target = _spec(o).get("clusterQueue")
+            local_queues.append((_namespace(o), target if isinstance(target, str) else None))
+        elif kind == (DRA, "ResourceClaimTemplate"):
+            claim_namespaces.append(_namespace(o))
+            if any(inventory.requests_of(o.body)):
+                selector_claims.append(_name(o))
+    return memo.BuiltFacts(
+        separate, tuple(queues), tuple(local_queues), tuple(claim_namespaces), tuple(selector_claims)
+    )
+
+
+def _around(base: View, facts: Sequence[memo.BuiltFacts]) -> Around:
+    lent = (
+        (cohort, [(f, r, Decimal(a)) for f, r, a in amounts])
+        for tenant in facts
+        for _, (cohort, amounts) in tenant.queues
+    )
     return Around(
         {t.name: t for t in base.model.tenants_on(base.cluster.name)},
         owners(base.model, base.cluster),
         kustomizations(base.model, base.cluster, kustomized=base.kustomized),
         kueue_configuration(base),
-        pool,
-        found,
+        admissible.Pool(base.of(KUEUE, "Cohort"), lent),
+        inventory.inventory(base),
     )
 
 
 def _part(view: View, shared: set[Finding]) -> memo.BuiltPart:
     findings = postbuild.run(view, skip=(*WHOLE, *ADDED_UP)) - shared
-    return memo.BuiltPart(
-        tuple(sorted(findings)),
-        tuple(inventory.selector_claims(view))
-        if view.around is not None and view.around.inventory is None
-        else (),
-        builtlimits.capacity_changed(view),
-    )
+    return memo.BuiltPart(tuple(sorted(findings)), builtlimits.capacity_changed(view))
 
 
-def context(around: Around, platform: str, objects: Sequence[RenderedObject]) -> str:
+def context(around: Around, platform: str, facts: memo.BuiltFacts) -> str:
     """What a tenant's part reads from the rest of the cluster: the platform objects (`platform`, their
     digest), what its ClusterQueues may borrow in their cohort trees and the owner of each namespace
     of its LocalQueues."""
     pool: admissible.Pool = around.pool
-    trees: set[str] = set()
-    namespaces: set[str] = set()
-    for o in objects:
-        kind = o.body.get("kind")
-        if kind == "ClusterQueue":
-            tree = pool.tree_of(_spec(o))
-            if tree is not None:
-                trees.add(tree)
-        elif kind == "LocalQueue":
-            namespaces.add(_namespace(o))
-    owned = [(ns, t.name if (t := around.owners.get(ns)) is not None else "") for ns in sorted(namespaces)]
-    return cachekey.digest(platform, *(pool.described(t) for t in sorted(trees)), repr(owned))
+    trees = sorted({pool.root(cohort) for _, (cohort, _) in facts.queues if cohort})
+    owned = [
+        (ns, t.name if (t := around.owners.get(ns)) is not None else "")
+        for ns in sorted({ns for ns, _ in facts.local_queues})
+    ]
+    return "\n".join([platform, *(pool.described(t) for t in trees), repr(owned)])
 
 
-def separable(platform: Sequence[RenderedObject], parts: Sequence[Part]) -> bool:
+def separable(platform: Sequence[RenderedObject], facts: Sequence[memo.BuiltFacts]) -> bool:
     """Whether each tenant's objects refer only to themselves and the platform objects (module docstring)."""
-    if any(_kind(o) in _PART_KINDS for o in platform):
+    if any(_kind(o) in _PART_KINDS for o in platform) or not all(f.separate for f in facts):
         return False
-    queue_part: dict[str, int] = {}  # ClusterQueue name -> part
+    queue_part = {name: i for i, f in enumerate(facts) for name, _ in f.queues}
     namespace_part: dict[str, int] = {}  # namespace of a LocalQueue -> part
-    asks: list[tuple[int, str | None, str | None]] = []  # (part, LocalQueue target, claim namespace)
-    for i, (tenant, _, objects) in enumerate(parts):
-        for o in objects:
-            kind = _kind(o)
-            labels = (o.body.get("metadata") or {}).get("labels")
-            if (
-                kind not in _PART_KINDS
-                or not isinstance(labels, dict)
-                or labels.get(TENANT_LABEL) != tenant.name
-                or (o.origin.path != tenant.path and not is_fallback(o.origin))
-            ):
+    for i, f in enumerate(facts):
+        for ns, _ in f.local_queues:
+            if namespace_part.setdefault(ns, i) != i:
                 return False
-            if kind[1] == "ClusterQueue":
-                queue_part[_name(o)] = i
-            elif kind[1] == "LocalQueue":
-                ns = _namespace(o)
-                if namespace_part.setdefault(ns, i) != i:
-                    return False
-                target = _spec(o).get("clusterQueue")
-                asks.append((i, target if isinstance(target, str) else None, None))
-            else:
-                asks.append((i, None, _namespace(o)))
-    for i, target, claim_ns in asks:
-        if target is not None and queue_part.get(target, i) != i:
+    for i, f in enumerate(facts):
+        if any(target is not None and queue_part.get(target, i) != i for _, target in f.local_queues):
             return False
-        if claim_ns is not None and namespace_part.get(claim_ns, i) != i:
+        if any(namespace_part.get(ns, i) != i for ns in f.claim_namespaces):
             return False
     return True
 
