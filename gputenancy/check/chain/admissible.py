@@ -402,7 +402,7 @@ def claim_admissible(view: View) -> Iterator[Finding]:
                 cq,
                 key[1],
                 ignore_undeclared,
-                functools.cache(functools.partial(_written_zeros, view, cq)),
+                _once(functools.partial(_written_zeros, view, cq)),
             )
         if verdicts[key]:
             # one finding per template and problem, naming every namespace it is rendered in
@@ -423,6 +423,18 @@ def claim_admissible(view: View) -> Iterator[Finding]:
                 "claim-admissible",
                 f"{subject}: {problem.replace(_TENANT, tenant)}{rct.changed_by(*_CHANGES)}",
             )
+
+
+def _once(make: Callable[[], Written]) -> Callable[[], Written]:
+    """`make`, called at most once (functools.cache would copy its attributes on every verdict)."""
+    made: list[Written] = []
+
+    def get() -> Written:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return get
 
 
 def _verdict(
