@@ -222,8 +222,9 @@ def test_facts_come_back_from_the_cache_as_they_were_found(tmp_path: Path) -> No
     again = cache.Cache(tmp_path / "cache")
     _, known = memo.built_parts(again, "c" * 64)
     assert known.lookup("a" * 64) == facts
-    pack = again.get(memo.BUILT_PART_ENTRY, "c" * 64)
+    name = "c" * 64 + "-b"  # the pack of keys starting with b (`cache.Packs`)
+    pack = again.get(memo.BUILT_PART_ENTRY, name)
     pack["b" * 64][3] = [1]  # a number where a namespace belongs
-    assert again.put(memo.BUILT_PART_ENTRY, "c" * 64, pack)
+    assert again.put(memo.BUILT_PART_ENTRY, name, pack)
     _, known = memo.built_parts(again, "c" * 64)
     assert known.lookup("b" * 64) is None and again.corrupt == 1

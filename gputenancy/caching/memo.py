@@ -9,7 +9,7 @@ Four kinds of results: kustomize's output for a cluster's overlay (`overlay`), a
 the validation findings about them), kept in the cluster's packs; the validation report of a
 cluster's platform layer (`PlatformReport`), one cache entry each; the findings of the checks on a
 cluster's built objects (`built`), one cache entry each, and each tenant's part of them (`BuiltPart`),
-kept in one pack per cluster. Entries are JSON of plain data; one
+kept in the packs of their cluster. Entries are JSON of plain data; one
 that checks out but does not decode is a miss, counted in `Cache.corrupt`.
 """
 
@@ -144,9 +144,9 @@ def built(store: Cache | None) -> Memo[tuple[Finding, ...]]:
 
 def built_parts(store: Cache | None, cluster_key: str | None) -> tuple[Memo[BuiltPart], Memo[BuiltFacts]]:
     """The tenants' parts of the checks on one cluster's built objects and the facts they are looked up
-    by, in one pack named by `cluster_key` (None: no cache). The facts of a tenant's objects are kept
+    by, in the sixteen packs named by `cluster_key` (None: no cache): a changed tenant rewrites one. The facts of a tenant's objects are kept
     under the tenant's entry key itself, which fixes the objects."""
-    pack = store.pack(BUILT_PART_ENTRY, cluster_key) if store is not None and cluster_key else None
+    pack = store.packs(BUILT_PART_ENTRY, cluster_key) if store is not None and cluster_key else None
     return (
         Memo(pack, BUILT_PART_ENTRY, _encode_part, _decode_part),
         Memo(pack, BUILT_PART_ENTRY, dataclasses.astuple, _decode_facts),
