@@ -158,6 +158,10 @@ class _Cluster:
     key: str | None  # of the cluster (None: no cache for its tenants)
     results: memo.Memo[memo.Finished]
     overlay_key: str | None  # of the overlay's build, to store its output (None: nothing to store)
+    # once built: the platform objects, each tenant's and those the Component added (`_finish`)
+    built: tuple[list[RenderedObject], list[memo.Finished], list[RenderedObject]] = dataclasses.field(
+        default_factory=lambda: ([], [], [])
+    )
 
 
 def _run(
@@ -275,7 +279,7 @@ def _run(
             if result is not None:
                 results[p.cluster.name] = result
                 # 6. the last word: the chain, Kueue support and canonical form on the built objects
-                findings.extend(_check_built(p, model, catalog, result, built_memo))
+                findings.extend(_check_built(p, model, catalog, result, built_memo, store))
                 clock.lap("postbuild")
     # 7. across the clusters of each MultiKueue fleet built in this run (manager and workers together)
     findings.extend(
@@ -291,13 +295,25 @@ def _check_built(
     catalog: rules.Catalog,
     result: ClusterResult,
     found: memo.Memo[tuple[Finding, ...]],
+    store: Cache | None,
 ) -> list[Finding]:
-    from gputenancy.check.chain import postbuild
+    """The checks on the cluster's built objects: from the memo when no tenant of the cluster changed;
+    else tenant by tenant, each tenant's part from the memo when it was checked before against the same
+    context (`check.chain.slices`), when the objects of every tenant are known (none the Component
+    added)."""
+    from gputenancy.check.chain import postbuild, slices
 
     key = memo.built_key(p.key, p.keys) if p.key else None
     done = found.lookup(key) if key else None
     if done is None:
-        done = tuple(postbuild.check(model, p.cluster, catalog, result.objects, kustomized=p.kustomized))
+        platform, finished, extra = p.built
+        if extra or len(finished) != len(p.tenants):
+            checked = postbuild.check(model, p.cluster, catalog, result.objects, kustomized=p.kustomized)
+        else:
+            parts = [(t, k, d.objects) for t, k, d in zip(p.tenants, p.keys, finished, strict=True)]
+            memos = memo.built_parts(store, p.key)
+            checked = slices.check(model, p.cluster, catalog, platform, parts, memos, kustomized=p.kustomized)
+        done = tuple(checked)
         if key:
             found.store(key, done)
     return list(done)
@@ -334,6 +350,7 @@ def _finish(
     clock.lap("kustomize")
     ordered = [finished[i] for i in range(len(p.tenants))]
     objects = [*platform, *(o for d in ordered for o in d.objects), *extra]
+    p.built = (platform, ordered, extra)
     if p.kustomized:
         duplicated = build.duplicates(name, objects, Origin(f"overlays/{name}/kustomization.yaml"))
         if duplicated:

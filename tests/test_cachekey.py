@@ -28,7 +28,7 @@ import pytest
 import trees
 
 from gputenancy import engine
-from gputenancy.caching import cache, cachekey
+from gputenancy.caching import cache, cachekey, memo
 from gputenancy.common import proc
 
 PACKAGE = trees.REPO / "gputenancy"
@@ -57,6 +57,8 @@ class World:
         """'kind.ingredient' -> the values the last run used, sorted."""
         out: dict[str, list[str | bytes]] = defaultdict(list)
         for kind, parts in self.parts:
+            if kind == "built-part":  # made only when the cluster's `built` entry is not found
+                continue  # (the parts' own checks count their hits and misses)
             for name, value in parts.items():
                 if name not in cachekey.KEYS:  # digests of other keys move with their own ingredients
                     out[f"{kind}.{name}"].append(value)
@@ -150,6 +152,39 @@ def _tenant_record(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     assert (after.stats.misses, after.stats.hits) == (placed, world.placements(after) - placed)
     assert {name for _, name in after.stats.rendered} == {path.stem}
     assert _moved(before, world.seen()) == {"tenant.tenant_record", "source.file_bytes"}
+
+
+@checks("built_context")
+def _built_context(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tenant's description: its entry and its part of the post-build checks miss, the other tenants'
+    parts hit. What it lends its cohort: the parts of the tenants whose queues borrow from that cohort
+    miss too (what they may borrow changed), though their entries hit; the others' parts hit."""
+    warm, _, _ = _warm(world)
+    opened: list[memo.Memo[memo.BuiltPart]] = []
+    real = memo.built_parts
+
+    def recording(*args: Any) -> tuple[memo.Memo[memo.BuiltPart], memo.Memo[memo.BuiltFacts]]:
+        parts, facts = real(*args)
+        opened.append(parts)
+        return parts, facts
+
+    monkeypatch.setattr(memo, "built_parts", recording)
+    prod = world.placements(warm, "prod")
+    trees.edit(world.root, "tenants/nlp.yaml", lambda d: d.update(description="changed"))
+    world.run()
+    assert [(m.hits, m.misses) for m in opened] == [(prod - 1, 1)]  # only prod has nlp
+    opened.clear()
+    gpu = "gpu.nvidia.com"
+    trees.edit(
+        world.root,
+        "tenants/nlp.yaml",
+        lambda d: d["budgets"]["default"][0]["devices"][gpu].update(lendingLimit=1),
+    )
+    after = world.run()
+    assert (after.stats.misses, after.stats.hits) == (1, world.placements(after) - 1)
+    borrowers = [t for t in after.model.tenants_on("prod") if t.cohort == "research"]
+    assert len(borrowers) > 1
+    assert [(m.hits, m.misses) for m in opened] == [(prod - len(borrowers), len(borrowers))]
 
 
 @checks("catalog")

@@ -10,6 +10,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gputenancy.check.checkrun import format_path
 from gputenancy.check.kubernetes import crds as crd_files
@@ -781,6 +783,40 @@ def test_cel_features_on_a_small_crd(tmp_path: Path) -> None:
 def test_unreadable_kubernetes_version(shared: Path) -> None:
     report = run(config_map(), crd_dir=crds(shared), k8s="latest")
     assert "cannot read Kubernetes version 'latest'" in only(report, "k8s-version-unsupported").message
+
+
+_PIECES = (
+    "  group: kueue.x-k8s.io\n",
+    "  group: 'x'\n",
+    "  group: two words\n",
+    "  group: g",
+    "  names:\n",
+    "  names:",
+    "    kind: Foo\n",
+    "    plural: foos\n",
+    "   \n",
+    "\n",
+    "  names:\n    kind: Bar\n",
+    "kind: CustomResourceDefinition\n",
+    "x",
+)
+
+
+@settings(max_examples=2000, deadline=None, database=None, derandomize=True)
+@given(text=st.lists(st.sampled_from(_PIECES), max_size=12).map("".join))
+def test_which_crd_a_file_holds_is_read_off_its_lines_as_the_patterns_read_it(text: str) -> None:
+    """The lines `guess_kind` reads (found with str.find) are those its multi-line patterns find."""
+    assert crd_files._groups(text) == crd_files._CRD_GROUP.findall(text)
+    assert crd_files._names(text) == crd_files._CRD_NAMES.findall(text)
+
+
+@pytest.mark.parametrize("version", ["v0.18.1", "v0.19.2"])
+def test_the_kind_of_each_crd_file_is_read_off_its_text(shared: Path, version: str) -> None:
+    for file in sorted(crds(shared, version).glob("*.yaml")):
+        text = file.read_text()
+        assert crd_files._groups(text) == crd_files._CRD_GROUP.findall(text)
+        assert crd_files._names(text) == crd_files._CRD_NAMES.findall(text)
+        assert crd_files.guess_kind(text) == next(iter(crd_files.read_crds(file)))
 
 
 @pytest.mark.parametrize("version", ["v0.18.1", "v0.19.2"])

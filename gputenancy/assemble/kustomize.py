@@ -378,14 +378,31 @@ class Build:
 
 
 def duplicates(cluster: str, objects: Sequence[RenderedObject], blame: Origin) -> list[Finding]:
-    """An object produced twice on one cluster, blamed on the overlay (the first one is kept)."""
-    seen: set[ObjectKey] = set()
+    """An object produced twice on one cluster, blamed on the overlay (the first one is kept). Objects are
+    compared by the fields of their `ObjectKey`, which is made only for a duplicate."""
+    seen: set[tuple[str, str, str, str]] = set()
     found = []
+    groups: dict[str, str] = {}  # apiVersion -> group, as key_of reads it
     for obj in objects:
-        key = obj.key
-        if key in seen:
-            found.append(blame.finding("duplicate-object", f"{key} is produced twice on cluster {cluster!r}"))
-        seen.add(key)
+        body = obj.body
+        meta = body.get("metadata") or {}
+        api_version = body.get("apiVersion", "")
+        group = groups.get(api_version) if type(api_version) is str else None
+        if group is None:
+            group = key_of({"apiVersion": api_version}).group
+            if type(api_version) is str:
+                groups[api_version] = group
+        fields = (
+            group,
+            str(body.get("kind", "")),
+            str(meta.get("namespace", "") or ""),
+            str(meta.get("name", "")),
+        )
+        if fields in seen:
+            found.append(
+                blame.finding("duplicate-object", f"{obj.key} is produced twice on cluster {cluster!r}")
+            )
+        seen.add(fields)
     return found
 
 

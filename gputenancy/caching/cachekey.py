@@ -19,6 +19,11 @@ Kinds of keys (a key holds the digest of another by naming that kind among its i
 - ``built``: the checks on one cluster's built objects (`check.postbuild`), which look at every tenant
   of the cluster at once; its ``tenant`` part is the digest of the keys of every tenant on the cluster,
   in order.
+- ``built-part``: one tenant's part of those checks (`check.chain.slices`), looked up when the
+  cluster's ``built`` entry is not found: the tenant's entry key and what the part reads from the rest
+  of the cluster; kept in a pack named by the ``cluster`` key, beside what those checks need of the
+  tenant's objects before its part is looked up, kept under the ``tenant`` key itself (which fixes the
+  objects).
 - ``source-pack`` and ``source``: the pack of loaded input files, and one loaded file in it.
 - ``tool``: the `version` output of a kustomize executable, so runs do not start it only to ask.
 
@@ -74,6 +79,9 @@ INGREDIENTS: Mapping[str, str] = {
     # tenant, platform
     "tenant_record": "the tenant's record as loaded: every field, with its line numbers (repr)",
     "platform_objects": "the platform layer as built: bodies, origins and where each field came from",
+    # built
+    "built_context": "what a tenant's post-build checks read beyond its own objects: the platform layer "
+    "as built, the lendable quota of its ClusterQueues' cohort trees, the owners of its namespaces",
     # overlay
     "platform_layer": "the platform layer's files as written for kustomize (names and text)",
     # source
@@ -103,6 +111,7 @@ KEYS: Mapping[str, tuple[str, ...]] = {
     "platform": ("cluster", "platform_objects"),
     "overlay": ("cluster", "platform_layer"),
     "built": ("cluster", "tenant"),
+    "built-part": ("tenant", "built_context"),
     "source-pack": ("software",),
     "source": ("software", "path", "file_bytes"),
     "tool": ("executable", "size", "mtime"),

@@ -7,14 +7,16 @@ misses every lookup and keeps nothing, so a run takes the same path either way.
 
 Four kinds of results: kustomize's output for a cluster's overlay (`overlay`), a tenant's on one cluster (`Finished`: built objects, their generated/ files and
 the validation findings about them), kept in the cluster's packs; the validation report of a
-cluster's platform layer (`PlatformReport`), one cache entry each; and the findings of the checks on a
-cluster's built objects (`built`), one cache entry each. Entries are JSON of plain data; one
+cluster's platform layer (`PlatformReport`), one cache entry each; the findings of the checks on a
+cluster's built objects (`built`), one cache entry each, and each tenant's part of them (`BuiltPart`),
+kept in the packs of their cluster. Entries are JSON of plain data; one
 that checks out but does not decode is a miss, counted in `Cache.corrupt`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +30,7 @@ from gputenancy.common.objects import RenderedObject
 TENANT_ENTRY = "tenant"
 PLATFORM_ENTRY = "platform"
 BUILT_ENTRY = "built"
+BUILT_PART_ENTRY = "built-part"
 OVERLAY_ENTRY = "overlay"
 T = TypeVar("T")
 
@@ -39,6 +42,32 @@ class Finished:
     objects: tuple[RenderedObject, ...]
     files: tuple[tuple[str, bytes], ...]
     findings: tuple[Finding, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class BuiltPart:
+    """One tenant's part of the checks on a cluster's built objects (`check.chain.slices`): the findings
+    about its objects, and whether kustomize changed a quota of its ClusterQueue."""
+
+    findings: tuple[Finding, ...]
+    capacity_changed: bool
+
+
+Lent = tuple[str, tuple[tuple[str, str, str], ...]]  # cohortName ("": none), (flavor, resource, amount)
+
+
+@dataclasses.dataclass(frozen=True)
+class BuiltFacts:
+    """What the checks on a cluster's built objects need of one tenant's objects before its part is
+    looked up (`check.chain.slices`): whether they refer only to the tenant (`separate`), its
+    ClusterQueues (name, and what each lends its cohort), its LocalQueues (namespace, ClusterQueue
+    named), the namespaces of its claim templates and the names of those with CEL selectors."""
+
+    separate: bool
+    queues: tuple[tuple[str, Lent], ...]
+    local_queues: tuple[tuple[str, str | None], ...]
+    claim_namespaces: tuple[str, ...]
+    selector_claims: tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +142,17 @@ def built(store: Cache | None) -> Memo[tuple[Finding, ...]]:
     return Memo(store, BUILT_ENTRY, _findings, _decode_built)
 
 
+def built_parts(store: Cache | None, cluster_key: str | None) -> tuple[Memo[BuiltPart], Memo[BuiltFacts]]:
+    """The tenants' parts of the checks on one cluster's built objects and the facts they are looked up
+    by, in the sixteen packs named by `cluster_key` (None: no cache): a changed tenant rewrites one. The facts of a tenant's objects are kept
+    under the tenant's entry key itself, which fixes the objects."""
+    pack = store.packs(BUILT_PART_ENTRY, cluster_key) if store is not None and cluster_key else None
+    return (
+        Memo(pack, BUILT_PART_ENTRY, _encode_part, _decode_part),
+        Memo(pack, BUILT_PART_ENTRY, dataclasses.astuple, _decode_facts),
+    )
+
+
 def overlay(store: Cache | None) -> Memo[str]:
     """kustomize's output for a cluster's overlay, one cache entry per cluster."""
     return Memo(store, OVERLAY_ENTRY, lambda text: text, lambda v: v if isinstance(v, str) else None)
@@ -128,6 +168,12 @@ def built_key(cluster_key: str, tenant_keys: Sequence[str]) -> str:
     return cachekey.key("built", cluster=cluster_key, tenant=cachekey.digest(*tenant_keys))
 
 
+def built_part_key(tenant_key: str, context: str) -> str:
+    """The key of a tenant's part of the checks on the built objects: its entry key, and what the part
+    reads from the rest of the cluster (`check.chain.slices.context`)."""
+    return cachekey.key("built-part", tenant=tenant_key, built_context=context)
+
+
 def tenant_key(cluster_key: str, record: str) -> str:
     """`record`: the tenant's record as loaded, `repr(Tenant)` (made once per tenant and run)."""
     return cachekey.key("tenant", cluster=cluster_key, tenant_record=record)
@@ -137,15 +183,19 @@ def platform_key(cluster_key: str, objects: Sequence[RenderedObject]) -> str | N
     """The key of a platform report on `objects`; None when they cannot be written as JSON."""
     if not all(_plain(dict(o.body)) for o in objects):
         return None
-    described = cachekey.digest(
+    return cachekey.key("platform", cluster=cluster_key, platform_objects=platform_digest(objects))
+
+
+def platform_digest(objects: Sequence[RenderedObject]) -> str:
+    """The digest of objects as built: bodies, origins and where each field came from."""
+    return cachekey.digest(
         *(
-            json.dumps(o.body, sort_keys=True)
+            json.dumps(o.body, sort_keys=True, default=repr)
             + repr(o.origin)
             + repr(sorted(o.field_origins.items(), key=repr))
             for o in objects
         )
     )
-    return cachekey.key("platform", cluster=cluster_key, platform_objects=described)
 
 
 # ------------------------------------------------------------------------------ entries
@@ -218,6 +268,41 @@ def _decode_built(value: Any) -> tuple[Finding, ...] | None:
         return _read_findings(value)
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _encode_part(part: BuiltPart) -> dict[str, Any]:
+    return {"findings": _findings(part.findings), "capacity_changed": part.capacity_changed}
+
+
+def _decode_part(value: Any) -> BuiltPart | None:
+    try:
+        changed = value["capacity_changed"]
+        if not isinstance(changed, bool):
+            return None
+        return BuiltPart(_read_findings(value["findings"]), changed)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _decode_facts(value: Any) -> BuiltFacts | None:
+    """An entry back to facts; None when it does not have the shape `dataclasses.astuple` gave it."""
+    try:
+        separate, queues, local_queues, claim_namespaces, selector_claims = value
+        queued = tuple((name, (cohort, tuple(map(tuple, amounts)))) for name, (cohort, amounts) in queues)
+        pointed = tuple((ns, target) for ns, target in local_queues)
+    except (TypeError, ValueError):
+        return None
+    amounts = [a for _, (_, lent) in queued for a in lent]
+    if (
+        type(separate) is not bool
+        or set(map(len, amounts)) - {3}
+        or set(map(type, itertools.chain(claim_namespaces, selector_claims, *amounts))) - {str}
+        or {type(x) for name, (cohort, _) in queued for x in (name, cohort)} - {str}
+        or {type(ns) for ns, _ in pointed} - {str}
+        or {type(t) for _, t in pointed} - {str, type(None)}
+    ):
+        return None
+    return BuiltFacts(separate, queued, pointed, tuple(claim_namespaces), tuple(selector_claims))
 
 
 def _encode_report(report: PlatformReport) -> dict[str, Any]:

@@ -68,11 +68,14 @@ def reserved_patterns(model: Model, cluster: Cluster) -> dict[str, str]:
     return why
 
 
-def reserved_namespaces(model: Model, cluster: Cluster, namespace: str) -> str | None:
-    """Why `namespace` may not be a tenant namespace on `cluster`, or None when it may."""
+def reserved_namespaces(
+    model: Model, cluster: Cluster, namespace: str, patterns: Mapping[str, str] | None = None
+) -> str | None:
+    """Why `namespace` may not be a tenant namespace on `cluster`, or None when it may; `patterns`:
+    `reserved_patterns(model, cluster)`, when already worked out."""
     if namespace in model.platform.allowed_namespaces:
         return None
-    for pattern, why in reserved_patterns(model, cluster).items():
+    for pattern, why in (reserved_patterns(model, cluster) if patterns is None else patterns).items():
         if fnmatch.fnmatchcase(namespace, pattern):
             return why
     return None
@@ -87,12 +90,14 @@ def namespace_reserved(model: Model, catalog: object) -> Iterator[Finding]:
     Passes: namespaces: [vision-train].
     Fails: namespaces: [kube-system]; namespaces: [argocd]; namespaces: [default].
     """
+    clusters = sorted(model.clusters.items())
+    patterns = {name: reserved_patterns(model, cluster) for name, cluster in clusters}
     for tenant in model.tenants:
         for namespace, origin in tenant.namespaces:
-            for name, cluster in sorted(model.clusters.items()):
+            for name, cluster in clusters:
                 if not tenant.placed_on(name):
                     continue
-                why = reserved_namespaces(model, cluster, namespace)
+                why = reserved_namespaces(model, cluster, namespace, patterns[name])
                 if why is not None:
                     yield origin.finding(
                         "namespace-reserved",

@@ -25,6 +25,9 @@ def capacity(model: Model, catalog: Catalog) -> Iterator[Finding]:
         yield from _capacity(model, cluster, catalog)
 
 
+_ZERO = parse(0)
+
+
 def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tuple[str, str], Quantity]:
     """Sum of nominal budgets per (flavor, quota resource) on a cluster."""
     total: dict[tuple[str, str], Quantity] = {}
@@ -32,7 +35,7 @@ def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tu
         for fb in t.budget_for(cluster.name) or ():
             for resource, amount in catalog.amounts(fb, cluster.name):
                 key = (fb.flavor, resource)
-                total[key] = total.get(key, parse(0)) + amount.nominal
+                total[key] = total.get(key, _ZERO) + amount.nominal
     return total
 
 

@@ -18,7 +18,7 @@ QuotaCheckStrategy) resources the ClusterQueue does not cover. A queue with `sto
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -180,7 +180,7 @@ def _written_zeros(view: View, cq: Built) -> Written:
             stated.setdefault(fb.flavor, set()).add(resource)
             where.setdefault(resource, []).append(f"{fb.flavor} at {tenant.path}:{amount.origin.line}")
     out: Written = {}
-    for (flavor, resource), (nominal, _, _) in _quotas(cq)[1].items():
+    for (flavor, resource), (nominal, _, _) in _quotas(spec_of(cq))[1].items():
         if nominal.value == 0 and flavor in origins and resource not in stated.get(flavor, set()):
             elsewhere = ", ".join(where.get(resource, [])) or "another flavor"
             out[(flavor, resource)] = (
@@ -194,11 +194,11 @@ Quota = tuple[Quantity, Quantity | None, Quantity | None]  # nominal, borrowingL
 Quotas = dict[tuple[str, str], Quota]  # (flavor, resource) -> quota
 
 
-def _quotas(cq: Built) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
-    """Resource groups as (covered resources, flavor names in order) and every quota of the queue."""
+def _quotas(spec: Mapping[str, Any]) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
+    """Resource groups as (covered resources, flavor names in order) and every quota of a queue's spec."""
     groups: list[tuple[set[str], list[str]]] = []
     quotas: Quotas = {}
-    for group in spec_of(cq).get("resourceGroups") or []:
+    for group in spec.get("resourceGroups") or []:
         if not isinstance(group, dict):
             continue
         names: list[str] = []
@@ -219,36 +219,76 @@ def _quotas(cq: Built) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
     return groups, quotas
 
 
-class _Pool:
-    """What each ClusterQueue may borrow: per cohort tree, flavor and resource, the sum of what every
-    queue in the tree lends (its lendingLimit, else its nominal quota)."""
+Lent = tuple[str, list[tuple[str, str, Decimal]]]  # cohortName ("": none), (flavor, resource, amount)
 
-    def __init__(self, view: View) -> None:
+
+def lent(spec: Mapping[str, Any]) -> Lent:
+    """What a ClusterQueue (its spec) lends its cohort: per flavor and resource, its lendingLimit, else
+    its nominal quota."""
+    cohort = spec.get("cohortName")
+    amounts = [
+        (flavor, resource, lending.value if lending is not None else nominal.value)
+        for (flavor, resource), (nominal, _, lending) in _quotas(spec)[1].items()
+    ]
+    return (cohort if isinstance(cohort, str) else "", amounts)
+
+
+class Pool:
+    """What each ClusterQueue may borrow: per cohort tree, flavor and resource, the sum of what every
+    queue in the tree lends (its lendingLimit, else its nominal quota). Made from the Cohorts and what
+    every ClusterQueue of a cluster lends (`lent`), in order."""
+
+    def __init__(self, cohorts: Sequence[Built], lent: Iterable[Lent]) -> None:
         parents: dict[str, str] = {}
         self.open_trees: set[str] = set()  # trees with cohort-level quotas: no bound computed here
-        for c in view.of(KUEUE, "Cohort"):
+        for c in cohorts:
             parent = spec_of(c).get("parentName")
             if isinstance(parent, str) and parent:
                 parents[c.name] = parent
         self.parents = parents
-        for c in view.of(KUEUE, "Cohort"):
+        for c in cohorts:
             if spec_of(c).get("resourceGroups"):
                 self.open_trees.add(self.root(c.name))
-        self.quotas: dict[str, Quotas] = {}
-        self.groups: dict[str, list[tuple[set[str], list[str]]]] = {}
+        self.queues: dict[str, tuple[list[tuple[set[str], list[str]]], Quotas]] = {}
         self.lendable: dict[tuple[str, str, str], Decimal] = {}  # exact sums, as Kueue's int64 milli-units
         self.capacities: dict[tuple[str, str, str], Quantity | None] = {}
-        for cq in view.of(KUEUE, "ClusterQueue"):
-            groups, quotas = _quotas(cq)
-            self.groups[cq.name], self.quotas[cq.name] = groups, quotas
-            tree = self.tree(cq)
-            if tree is None:
+        self._described: dict[str, str] | None = None
+        for cohort, amounts in lent:
+            if not cohort:
                 continue
-            for (flavor, resource), (nominal, _, lending) in quotas.items():
+            tree = self.root(cohort)
+            for flavor, resource, value in amounts:
                 key = (tree, flavor, resource)
-                self.lendable[key] = self.lendable.get(key, _NONE) + (
-                    lending.value if lending is not None else nominal.value
-                )
+                self.lendable[key] = self.lendable.get(key, _NONE) + value
+
+    @classmethod
+    def of(cls, view: View) -> Pool:
+        """The pool of the view's cluster (shared by the views of its parts)."""
+        if view.around is not None:
+            pool: Pool = view.around.pool
+            return pool
+        return cls(view.of(KUEUE, "Cohort"), (lent(spec_of(cq)) for cq in view.of(KUEUE, "ClusterQueue")))
+
+    def queue(self, cq: Built) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
+        """The queue's resource groups and quotas (`_quotas`), worked out once."""
+        found = self.queues.get(cq.name)
+        if found is None:
+            found = self.queues[cq.name] = _quotas(spec_of(cq))
+        return found
+
+    def described(self, tree: str) -> str:
+        """What a queue of `tree` may borrow, as text (a part of the key of its findings)."""
+        if self._described is None:
+            by_tree: dict[str, list[tuple[str, str, str]]] = {}
+            for (t, f, r), v in self.lendable.items():
+                by_tree.setdefault(t, []).append((f, r, str(v)))
+            self._described = {
+                t: repr((t, t in self.open_trees, sorted(lent))) for t, lent in by_tree.items()
+            }
+        found = self._described.get(tree)
+        if found is None:
+            found = self._described[tree] = repr((tree, tree in self.open_trees, []))
+        return found
 
     def root(self, cohort: str) -> str:
         seen = {cohort}
@@ -269,7 +309,7 @@ class _Pool:
         return self.capacities[key]
 
     def _max_capacity(self, cq: Built, flavor: str, resource: str) -> Quantity | None:
-        nominal, borrowing, lending = self.quotas[cq.name].get((flavor, resource), (ZERO, None, None))
+        nominal, borrowing, lending = self.queue(cq)[1].get((flavor, resource), (ZERO, None, None))
         tree = self.tree(cq)
         if tree is None:
             return nominal
@@ -327,7 +367,7 @@ def claim_admissible(view: View) -> Iterator[Finding]:
     ignore_undeclared = undeclared_ignored(config, view)
     minimum = _pod_requests(view)
     transformations = _transformations(config)
-    pool = _Pool(view)
+    pool = Pool.of(view)
     held: dict[str, tuple[Built, list[Built]]] = {
         cq.name: (cq, []) for cq in view.of(KUEUE, "ClusterQueue") if _held(cq)
     }
@@ -353,7 +393,7 @@ def claim_admissible(view: View) -> Iterator[Finding]:
         needs = transformed(needs, transformations)
         for resource, q in devices.items():
             needs[resource] = (q, "the claim template")
-        if any("pods" in covered for covered, _ in pool.groups[cq.name]):
+        if any("pods" in covered for covered, _ in pool.queue(cq)[0]):
             needs["pods"] = (ONE, "one per pod")  # Kueue counts every pod when the queue covers pods
         key = (cq.name, tuple(sorted((r, q, w) for r, (q, w) in needs.items() if not r.startswith(excluded))))
         if key not in verdicts:
@@ -362,7 +402,7 @@ def claim_admissible(view: View) -> Iterator[Finding]:
                 cq,
                 key[1],
                 ignore_undeclared,
-                functools.cache(functools.partial(_written_zeros, view, cq)),
+                _once(functools.partial(_written_zeros, view, cq)),
             )
         if verdicts[key]:
             # one finding per template and problem, naming every namespace it is rendered in
@@ -385,15 +425,27 @@ def claim_admissible(view: View) -> Iterator[Finding]:
             )
 
 
+def _once(make: Callable[[], Written]) -> Callable[[], Written]:
+    """`make`, called at most once (functools.cache would copy its attributes on every verdict)."""
+    made: list[Written] = []
+
+    def get() -> Written:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return get
+
+
 def _verdict(
-    pool: _Pool,
+    pool: Pool,
     cq: Built,
     needs: tuple[tuple[str, Quantity, str], ...],
     ignore_undeclared: bool,
     zeros: Callable[[], Written],
 ) -> list[str]:
     """Why no flavor of `cq` holds a pod asking for `needs`; messages name the tenant file as _TENANT."""
-    groups = pool.groups[cq.name]
+    groups = pool.queue(cq)[0]
     covered_all = set().union(*(c for c, _ in groups)) if groups else set()
     problems = []
     for resource, amount, why in needs:

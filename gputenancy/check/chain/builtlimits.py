@@ -76,9 +76,7 @@ def built_capacity(view: View) -> Iterator[Any]:
         key = (flavor, resource)
         totals[key] = totals.get(key, parse(0)) + q
         want = meant.get((cq.tenant.name, flavor, resource)) if cq.tenant is not None else None
-        if want is None and q == parse(0):
-            continue
-        if want is None or q != want:
+        if _changed(q, want):
             changed.setdefault(key, []).append((cq, path, q, want))
     severity = Severity.WARNING if cluster.overcommit else Severity.ERROR
     for key, total in sorted(totals.items()):
@@ -98,6 +96,26 @@ def built_capacity(view: View) -> Iterator[Any]:
                 f"({cap[1].path}:{cap[1].line}); change the budget in the tenant file instead",
                 severity,
             )
+
+
+def _changed(q: Quantity, want: Quantity | None) -> bool:
+    """A built nominal quota that is not what the inputs meant (a 0 the inputs have no quota for is)."""
+    return q != want if want is not None else q != parse(0)
+
+
+def capacity_changed(view: View) -> bool:
+    """Whether a ClusterQueue of the view is built with a nominal quota its tenant's budget does not
+    state (`built-capacity` then adds up the quotas of the whole cluster)."""
+    meant: dict[tuple[str, str, str], Quantity] = {}
+    tenants = {cq.tenant.name: cq.tenant for cq in view.of(KUEUE, "ClusterQueue") if cq.tenant is not None}
+    for tenant in tenants.values():
+        for fb in tenant.budget_for(view.cluster.name) or ():
+            for resource, amount in view.catalog.amounts(fb, view.cluster.name):
+                meant[(tenant.name, fb.flavor, resource)] = amount.nominal
+    return any(
+        _changed(q, meant.get((cq.tenant.name, flavor, resource)) if cq.tenant is not None else None)
+        for cq, _, flavor, resource, q in _quotas(view)
+    )
 
 
 def _install_expected(view: View) -> dict[str, str]:

@@ -90,7 +90,7 @@ class Built:
 
     def at(self, path: FieldPath) -> Origin:
         """The input line behind a field (the object's own line when kustomize renamed it)."""
-        if self.moved or _is_fallback(self.obj.origin):
+        if self.moved or is_fallback(self.obj.origin):
             return self.origin
         return self.obj.origin_for(path)
 
@@ -102,12 +102,29 @@ class Built:
 
 
 @dataclasses.dataclass(frozen=True)
+class Around:
+    """What a view of part of a cluster (its platform objects and one tenant's) reads from the whole
+    cluster, worked out once (`gputenancy.check.chain.slices`): the tenants placed on it by name, the
+    owner of each namespace, the kustomizations that built its objects, the Kueue Configuration as
+    built, the cohort pool over every ClusterQueue (`admissible.Pool`) and the device inventory
+    (`inventory.inventory`)."""
+
+    tenants: Mapping[str, Tenant]
+    owners: Mapping[str, Tenant]
+    vias: tuple[Via | None, Via | None]
+    config: tuple[Mapping[str, Any] | None, Built | None]
+    pool: Any
+    inventory: Any
+
+
+@dataclasses.dataclass(frozen=True)
 class View:
     cluster: Cluster
     model: Model
     catalog: Catalog
     objects: tuple[Built, ...]
     kustomized: bool
+    around: Around | None = None  # set when the view holds only part of the cluster
 
     @functools.cached_property
     def _by_kind(self) -> dict[tuple[str, str], list[Built]]:
@@ -121,12 +138,10 @@ class View:
         return {kind: {b.name: b for b in built} for kind, built in self._by_kind.items()}
 
     @functools.cached_property
-    def _owners(self) -> dict[str, Tenant]:
-        out: dict[str, Tenant] = {}
-        for tenant in self.model.tenants_on(self.cluster.name):
-            for ns, _ in tenant.namespaces:
-                out.setdefault(ns, tenant)
-        return out
+    def _owners(self) -> Mapping[str, Tenant]:
+        if self.around is not None:
+            return self.around.owners
+        return owners(self.model, self.cluster)
 
     @functools.cached_property
     def _queue_of_namespace(self) -> dict[str, Built]:
@@ -140,6 +155,8 @@ class View:
 
     @functools.cached_property
     def _kueue_configuration(self) -> tuple[Mapping[str, Any] | None, Built | None]:
+        if self.around is not None:
+            return self.around.config
         return _find_kueue_configuration(self)
 
     def of(self, group: str, kind: str) -> list[Built]:
@@ -152,7 +169,16 @@ class View:
         return self._owners.get(namespace)
 
 
-def _is_fallback(origin: Origin) -> bool:
+def owners(model: Model, cluster: Cluster) -> dict[str, Tenant]:
+    """The tenant of each namespace on the cluster (the first that names it)."""
+    out: dict[str, Tenant] = {}
+    for tenant in model.tenants_on(cluster.name):
+        for ns, _ in tenant.namespaces:
+            out.setdefault(ns, tenant)
+    return out
+
+
+def is_fallback(origin: Origin) -> bool:
     return (
         origin.line == 0
         and origin.path.startswith("overlays/")
@@ -190,7 +216,7 @@ def _trace(
     labels = (obj.body.get("metadata") or {}).get("labels") or {}
     tenant_name = labels.get(TENANT_LABEL) if isinstance(labels, dict) else None
     tenant = tenants.get(tenant_name) if isinstance(tenant_name, str) else None
-    if not _is_fallback(obj.origin):
+    if not is_fallback(obj.origin):
         # the build matched it to a rendered object by its key: not renamed, its own provenance
         return obj.origin, key.name, key.namespace, tenant
     traced = False
@@ -249,19 +275,45 @@ def _trace(
 def build_view(
     model: Model, cluster: Cluster, catalog: Catalog, objects: Sequence[RenderedObject], *, kustomized: bool
 ) -> View:
+    vias = kustomizations(model, cluster, kustomized=kustomized)
+    tenants = {t.name: t for t in model.tenants_on(cluster.name)}
+    built = traced(model, cluster, catalog, objects, vias, tenants)
+    return View(cluster, model, catalog, built, kustomized)
+
+
+def kustomizations(model: Model, cluster: Cluster, *, kustomized: bool) -> tuple[Via | None, Via | None]:
+    """The overlay's and the tenant Component's kustomization (None: not built by it)."""
     overlay = f"overlays/{cluster.name}/kustomization.yaml"
     component = f"overlays/{cluster.name}/tenants/kustomization.yaml"
     root = model.root
     overlay_via = _via(root, overlay) if kustomized else None
     component_via = _via(root, component) if kustomized and (root / component).is_file() else None
-    tenants = {t.name: t for t in model.tenants_on(cluster.name)}
+    return overlay_via, component_via
+
+
+def traced(
+    model: Model,
+    cluster: Cluster,
+    catalog: Catalog,
+    objects: Sequence[RenderedObject],
+    vias: tuple[Via | None, Via | None],
+    tenants: Mapping[str, Tenant],
+) -> tuple[Built, ...]:
+    """Each object traced to its input line, its rendered name and tenant, and the kustomization that built it."""
+    overlay_via, component_via = vias
     built = []
     for obj in objects:
         key = obj.key
         origin, name, namespace, tenant = _trace(obj, key, model, cluster, catalog, tenants)
         via = component_via if tenant is not None else overlay_via
         built.append(Built(obj, key, origin, name, namespace, via, tenant))
-    return View(cluster, model, catalog, tuple(built), kustomized)
+    return tuple(built)
+
+
+def part_view(base: View, around: Around, objects: Sequence[RenderedObject]) -> View:
+    """`base` (the platform objects) with `objects` of one tenant, reading the rest from `around`."""
+    more = traced(base.model, base.cluster, base.catalog, objects, around.vias, around.tenants)
+    return View(base.cluster, base.model, base.catalog, base.objects + more, base.kustomized, around)
 
 
 def kueue_configuration(view: View) -> tuple[Mapping[str, Any] | None, Built | None]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -285,8 +285,14 @@ def device_inventory(view: View) -> Iterator[Finding]:
 
 
 def _requests(rct: Built) -> Iterator[tuple[str, str, int, tuple[str, ...]]]:
-    """(request name, DeviceClass, count, selectors) of each ExactCount request that carries selectors."""
-    devices = (spec_of(rct).get("spec") or {}).get("devices") or {}
+    return requests_of(rct.body)
+
+
+def requests_of(body: Mapping[str, Any]) -> Iterator[tuple[str, str, int, tuple[str, ...]]]:
+    """(request name, DeviceClass, count, selectors) of each ExactCount request of a claim template
+    (its body) that carries selectors."""
+    spec = body.get("spec")
+    devices = ((spec if isinstance(spec, dict) else {}).get("spec") or {}).get("devices") or {}
     for req in devices.get("requests") or [] if isinstance(devices, dict) else []:
         exactly = req.get("exactly") if isinstance(req, dict) else None
         if not isinstance(exactly, dict) or exactly.get("allocationMode", "ExactCount") != "ExactCount":
@@ -360,22 +366,16 @@ def claim_devices(view: View) -> Iterator[Finding]:
     declares 16 such devices.
     Fails: the same template placed on a cluster whose flavors declare only NVIDIA A10G and L4 GPUs.
     """
-    found = inventory(view)
+    found = view.around.inventory if view.around is not None else inventory(view)
     rcts = [rct for rct in view.of(DRA, "ResourceClaimTemplate") if any(_requests(rct))]
     if not rcts:
         return
-    where = f"overlays/{view.cluster.name}/cluster.yaml"
-    if found is None:
-        names = ", ".join(sorted({r.name for r in rcts}))
-        yield view.cluster.origin.finding(
-            "claim-devices",
-            f"cluster {view.cluster.name!r} declares no device inventory: the CEL selectors of claim templates "
-            f"{_short(names, 200)} are not checked against its devices; declare the devices each flavor "
-            f"carries under capacity[].inventory in {where}",
-            Severity.NOTE,
-        )
+    if found is None:  # a note, once per cluster
+        if view.around is None:  # a view of part of the cluster: the note is made for the whole
+            yield from devices_note(view, [r.name for r in rcts])
         return
     devices = found[0]
+    where = f"overlays/{view.cluster.name}/cluster.yaml"
     seen: set[tuple[Origin, str, str]] = set()
     for rct in rcts:
         for problem in _judge(view, devices, rct):
@@ -388,6 +388,21 @@ def claim_devices(view: View) -> Iterator[Finding]:
                 f"ResourceClaimTemplate {rct.name} on cluster {view.cluster.name!r}: {problem} ({where}); "
                 "place it on other clusters or change its selectors",
             )
+
+
+def devices_note(view: View, names: Sequence[str]) -> Iterator[Finding]:
+    """The note of a cluster without inventory whose claim templates `names` carry CEL selectors."""
+    if not names:
+        return
+    shown = ", ".join(sorted(set(names)))
+    where = f"overlays/{view.cluster.name}/cluster.yaml"
+    yield view.cluster.origin.finding(
+        "claim-devices",
+        f"cluster {view.cluster.name!r} declares no device inventory: the CEL selectors of claim templates "
+        f"{_short(shown, 200)} are not checked against its devices; declare the devices each flavor "
+        f"carries under capacity[].inventory in {where}",
+        Severity.NOTE,
+    )
 
 
 RULES["device-inventory"] = device_inventory

@@ -30,6 +30,7 @@ class Crd:
 _CRD_GROUP = re.compile(r"^  group: ['\"]?([A-Za-z0-9.-]+)['\"]?$", re.M)
 _CRD_NAMES = re.compile(r"^  names:\n((?:    .*\n|[ ]*\n)*)", re.M)
 _CRD_KIND = re.compile(r"^    kind: ['\"]?([A-Za-z0-9]+)['\"]?$", re.M)
+_GROUP_LINE = re.compile(r"  group: ['\"]?([A-Za-z0-9.-]+)['\"]?")
 
 
 def read_crds(file: Path) -> dict[tuple[str, str], Crd]:
@@ -59,9 +60,43 @@ def guess_kind(text: str) -> tuple[str, str] | None:
         != 1
     ):
         return None
-    group, names = _CRD_GROUP.findall(text), _CRD_NAMES.findall(text)
+    group, names = _groups(text), _names(text)
     kinds = _CRD_KIND.findall(names[0]) if len(names) == 1 else []
     return (group[0], kinds[0]) if len(group) == 1 and len(kinds) == 1 else None
+
+
+def _lines_starting(text: str, prefix: str) -> Iterator[int]:
+    """Where each line of `text` that starts with `prefix` starts (`str.find`, not a regex over 1.4 MB)."""
+    if text.startswith(prefix):
+        yield 0
+    at = text.find("\n" + prefix)
+    while at != -1:
+        yield at + 1
+        at = text.find("\n" + prefix, at + 1)
+
+
+def _groups(text: str) -> list[str]:
+    """`_CRD_GROUP.findall(text)`: the lines `  group: <name>`."""
+    out = []
+    for start in _lines_starting(text, "  group: "):
+        end = text.find("\n", start)
+        found = _GROUP_LINE.fullmatch(text, start, len(text) if end == -1 else end)
+        if found:
+            out.append(found.group(1))
+    return out
+
+
+def _names(text: str) -> list[str]:
+    """`_CRD_NAMES.findall(text)`: after each line `  names:`, the lines indented by four spaces or blank."""
+    out = []
+    for start in _lines_starting(text, "  names:\n"):
+        begin = at = start + len("  names:\n")
+        end = text.find("\n", at)
+        while end != -1 and (text.startswith("    ", at) or not text[at:end].strip(" ")):
+            at = end + 1
+            end = text.find("\n", at)
+        out.append(text[begin:at])
+    return out
 
 
 class CrdDirectory(Mapping[tuple[str, str], Crd]):
