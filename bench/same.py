@@ -6,7 +6,8 @@ For the example repository (this checkout's base/, overlays/, tenants/) and for 
 each checkout gets its own copy of the inputs and its own cache, and runs, in order: `rules`, `validate`,
 `render` (cold cache: writes generated/), `check`, `render` again (warm cache), then after
 `fleet.edit_one` (the example: one tenant's budget changed) `plan` in text, Markdown and JSON, and
-`validate` with `--no-cache`. Every command's exit code, stdout and stderr and the generated/ tree after
+`validate` with `--no-cache`; then with the root committed to a git repository and one more edit, the
+plans again (now with the inputs at HEAD read from git) and `plan --against HEAD`. Every command's exit code, stdout and stderr and the generated/ tree after
 each render must be the same bytes. Prints each difference and exits 1 on any; 0 when all are the same.
 Used to show that a reorganisation of the package changed nothing a user sees (docs/performance.md).
 """
@@ -36,7 +37,26 @@ STEPS: tuple[tuple[str, ...], ...] = (
     ("plan", "--format", "markdown"),
     ("plan", "--format", "json"),
     ("--no-cache", "validate"),
+    ("commit",),
+    ("edit",),
+    ("plan", "--format", "text"),
+    ("plan", "--format", "markdown"),
+    ("plan", "--format", "json"),
+    ("plan", "--against", "HEAD", "--format", "markdown"),
 )
+"""Steps that run no command: `edit` changes the inputs, `commit` makes the root a git repository
+with everything committed (fixed author and dates, so both checkouts make the same commit); the
+plans after it read the inputs at the base from git."""
+_GIT = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -66,6 +86,10 @@ def _runs(code: Path, inputs: Path, work: Path, schemas: Path | None, example: b
     for step in STEPS:
         if step == ("edit",):
             _edit_example(root) if example else fleet.edit_one(root)
+            continue
+        if step == ("commit",):
+            for git in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "inputs"]):
+                subprocess.run(["git", *git], cwd=root, env={**env, **_GIT}, check=True)
             continue
         flags, command = [s for s in step if s == "--no-cache"], [s for s in step if s != "--no-cache"]
         extra = ["--schemas", str(schemas)] if schemas is not None and command != ["rules"] else []
@@ -110,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             (f"fleet of {args.tenants}", fleet_root, False),
         ):
             problems = compare(args.other.resolve(), inputs, schemas, is_example)
-            steps = sum(1 for s in STEPS if s != ("edit",)) + sum(1 for s in STEPS if s[0] == "render")
+            steps = sum(1 for s in STEPS if s not in (("edit",), ("commit",))) + sum(
+                1 for s in STEPS if s[0] == "render"
+            )
             print(f"{label}: {'same bytes' if not problems else 'DIFFERENT'} ({steps} outputs compared)")
             for problem in problems:
                 print(f"  {problem}")
