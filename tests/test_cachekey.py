@@ -94,13 +94,21 @@ def world(baseline: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
     shutil.copytree(baseline.root, root)
     shutil.copytree(baseline.store, tmp_path / "cache")
     copy = World(root, baseline.schemas, tmp_path / "cache")
-    real = cachekey.key
+    real, real_after = cachekey.key, cachekey.key_after
 
     def recording(kind: str, **parts: str | bytes) -> str:
         copy.parts.append((kind, dict(parts)))
         return real(kind, **parts)
 
+    def recording_after(kind: str, first: str, **rest: str | bytes) -> str:
+        made = real_after(kind, first, **rest)
+        parts = {cachekey.KEYS[kind][0]: first, **rest}
+        assert made == real(kind, **parts)  # the same key, its shared part hashed once
+        copy.parts.append((kind, parts))
+        return made
+
     monkeypatch.setattr(cachekey, "key", recording)
+    monkeypatch.setattr(cachekey, "key_after", recording_after)
     yield copy
 
 
@@ -653,3 +661,20 @@ def test_a_key_is_made_of_exactly_its_ingredients() -> None:
         cachekey.key("tool", **parts, extra="z")
     assert cachekey.ingredients("tenant")[-1] == "tenant_record"
     assert set(cachekey.ingredients("tenant")) >= set(cachekey.KEYS["software"])
+
+
+def test_a_key_made_after_its_shared_first_ingredient_is_the_same_key() -> None:
+    """`key_after` (input files and tenant entries, by the thousand) gives what `key` gives, for every
+    kind and after keys of other first ingredients, and refuses other ingredients as `key` does."""
+    for kind, names in cachekey.KEYS.items():
+        for first in ("a", "b", "a"):
+            rest = {name: f"{first}-{name}".encode() if name == "file_bytes" else name for name in names[1:]}
+            made = cachekey.key_after(kind, first, **rest)
+            assert made == cachekey.key(kind, **{names[0]: first}, **rest)
+            if rest:
+                other = {**rest, names[-1]: "changed"}
+                assert cachekey.key_after(kind, first, **other) != made
+    with pytest.raises(ValueError, match="a source key is made of"):
+        cachekey.key_after("source", "s", path="p")
+    with pytest.raises(ValueError, match="a source key is made of"):
+        cachekey.key_after("source", "s", path="p", file_bytes=b"", software="s")

@@ -4,11 +4,12 @@ findings of a tenant file are the same whether its amounts were judged before or
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gputenancy.common.findings import PipelineError
+from gputenancy.common.findings import Origin, PipelineError
 from gputenancy.inputs import builders
 from gputenancy.inputs.source import load_text
 
@@ -67,3 +68,39 @@ def test_a_tenant_s_findings_are_the_same_judged_fresh_or_remembered() -> None:
     assert builders._judged.cache_info().currsize > 0
     assert _findings() == fresh
     assert {"quantity", "quantity-range", "device-count"} <= {f.rsplit("(", 1)[1][:-1] for f in fresh}
+
+
+@pytest.mark.parametrize("short", [True, False], ids=["gpu: 4", "gpu: {nominal: 4}"])
+def test_an_amount_is_marked_where_it_is_written(short: bool) -> None:
+    """An amount written alone (`gpu: 4`, built without a mapping of fields) and one written as fields
+    give the same record but for where each field is marked: the key for the first, each field's key
+    for the second; a device count written as a quantity is refused in both."""
+    written = "4" if short else "{nominal: 4, borrowingLimit: 2}"
+    text = TENANT.split("      devices:")[0] + f"      devices:\n        gpu.nvidia.com: {written}\n"
+    doc = load_text(text, "tenants/t.yaml")
+    tenant = builders.build_tenant(doc)
+    assert tenant.default_budget is not None
+    ((name, amount),) = tenant.default_budget[0].devices
+    key = ("budgets", "default", 0, "devices", name)
+    assert (str(amount.nominal), amount.lending) == ("4", None)
+    assert amount.origin == doc.key_origin(*key) == Origin("tenants/t.yaml", 8, 9)
+    if short:
+        assert amount.borrowing is None
+        assert dict(amount.field_origins) == {"nominal": amount.origin}
+    else:
+        assert str(amount.borrowing) == "2"
+        assert dict(amount.field_origins) == {
+            "nominal": Origin("tenants/t.yaml", 8, 26),
+            "borrowingLimit": Origin("tenants/t.yaml", 8, 38),
+        }
+    with pytest.raises(PipelineError) as raised:
+        builders.build_tenant(load_text(text.replace(": 4", ": 1Gi"), "tenants/t.yaml"))
+    assert [f.rule for f in raised.value.findings] == ["device-count"]
+
+
+@pytest.mark.parametrize(
+    "shown",
+    ["tenants/a.yaml", "a.yaml", "tenants/.a", "tenants/a.", "tenants/a.b.yaml", "tenants/a", "a/.", ".."],
+)
+def test_a_tenant_s_file_name_is_the_stem_a_path_gives(shown: str) -> None:
+    assert builders._stem(shown) == Path(shown).stem

@@ -821,3 +821,32 @@ def test_safe_dump_round_trip(data: dict[str, Any], flow: bool) -> None:
     doc = load_text(text, "dump.yaml")
     assert doc.data == data
     assert all(f.rule == "source-ambiguous-bool" for f in doc.findings)
+
+
+def test_a_file_in_a_resolved_directory_resolves_as_its_whole_path_does(tmp_path: Path) -> None:
+    """`load` takes a tenant file's resolution from its directory's when the file is not a symlink:
+    the same path `Path.resolve` gives, for plain files, links in and out of the root, a missing
+    file, a linked directory and `..`; and the same Document or findings."""
+    root, outside = tmp_path / "repo", tmp_path / "outside"
+    (root / "real").mkdir(parents=True)
+    outside.mkdir()
+    (root / "tenants").symlink_to(root / "real")
+    (root / "real" / "a.yaml").write_text("name: a\n")
+    (outside / "o.yaml").write_text("name: o\n")
+    (root / "real" / "in.yaml").symlink_to(root / "real" / "a.yaml")
+    (root / "real" / "out.yaml").symlink_to(outside / "o.yaml")
+    directory = root / "tenants"
+    real_dir = (directory, directory.resolve())
+    names = ["a.yaml", "in.yaml", "out.yaml", "missing.yaml", ".."]
+    for name in names:
+        full = directory / name
+        assert source._resolved(full, real_dir) == full.resolve(), name
+    assert source._resolved(directory / "a.yaml", real_dir) == root / "real" / "a.yaml"
+    for name in names[:4]:
+        results = []
+        for known in (None, real_dir):
+            try:
+                results.append(load(directory / name, root, real_root=root.resolve(), real_dir=known))
+            except PipelineError as exc:
+                results.append(exc.findings)
+        assert results[0] == results[1], name

@@ -37,8 +37,9 @@ import functools
 import hashlib
 import importlib.metadata
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -129,11 +130,15 @@ def ingredients(kind: str) -> tuple[str, ...]:
 def digest(*parts: str | bytes) -> str:
     """sha256 of the parts, each length-prefixed so that no two sequences of parts collide."""
     h = hashlib.sha256()
+    _feed(h, parts)
+    return h.hexdigest()
+
+
+def _feed(h: Any, parts: Iterable[str | bytes]) -> None:
     for part in parts:
         data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
         h.update(b"%d:" % len(data))
         h.update(data)
-    return h.hexdigest()
 
 
 def key(kind: str, **parts: str | bytes) -> str:
@@ -142,6 +147,29 @@ def key(kind: str, **parts: str | bytes) -> str:
     if parts.keys() != set(names):
         raise ValueError(f"a {kind} key is made of {', '.join(names)}; got {', '.join(sorted(parts))}")
     return digest(SCHEME, kind, *(p for name in names for p in (name, parts[name])))
+
+
+def key_after(kind: str, first: str, **rest: str | bytes) -> str:
+    """`key(kind, ...)` with `first` as its first ingredient and `rest` as the others, for keys made by
+    the thousand that share their first ingredient (the input files of a run share the software, the
+    tenants of a cluster its key): the hash of what they share is made once and copied."""
+    names = KEYS[kind]
+    if rest.keys() != set(names[1:]):
+        raise ValueError(
+            f"a {kind} key is made of {', '.join(names)}; got {names[0]}, {', '.join(sorted(rest))}"
+        )
+    h = _begun(kind, first).copy()
+    _feed(h, [p for name in names[1:] for p in (name, rest[name])])
+    made: str = h.hexdigest()
+    return made
+
+
+@functools.lru_cache(maxsize=256)
+def _begun(kind: str, first: str) -> Any:
+    """The hash of a `kind` key after its first ingredient; only ever copied."""
+    h = hashlib.sha256()
+    _feed(h, (SCHEME, kind, KEYS[kind][0], first))
+    return h
 
 
 MAX_TREE_FILE = 64 * 1024 * 1024
@@ -197,4 +225,4 @@ def source_pack() -> str:
 
 
 def source(path: str, data: bytes) -> str:
-    return key("source", software=software(), path=path, file_bytes=data)
+    return key_after("source", software(), path=path, file_bytes=data)

@@ -176,7 +176,7 @@ def built_part_key(tenant_key: str, context: str) -> str:
 
 def tenant_key(cluster_key: str, record: str) -> str:
     """`record`: the tenant's record as loaded, `repr(Tenant)` (made once per tenant and run)."""
-    return cachekey.key("tenant", cluster=cluster_key, tenant_record=record)
+    return cachekey.key_after("tenant", cluster_key, tenant_record=record)
 
 
 def platform_key(cluster_key: str, objects: Sequence[RenderedObject]) -> str | None:

@@ -118,14 +118,20 @@ def _count_problem(raw: Any) -> tuple[str, str] | None:
 
 
 def _amount(c: _Collector, doc: Document, path: tuple[str | int, ...], raw: Any, device: bool) -> Amount:
-    fields = raw if isinstance(raw, dict) else {"nominal": raw}
+    if not isinstance(raw, dict):  # the common form, `gpu: 4`: the nominal amount alone, marked at its key
+        origin = doc.key_origin(*path)
+        q = c.quantity(doc, path, raw, "quantity")
+        if device:
+            c.device_count(doc, path, raw)
+        return Amount(q, None, None, origin, {"nominal": origin})
+    fields = raw
     values: dict[str, quantity.Quantity | None] = {}
     origins: dict[str, Origin] = {}
     for key in ("nominal", "borrowingLimit", "lendingLimit"):
         if key not in fields:
             values[key] = None
             continue
-        sub = (*path, key) if isinstance(raw, dict) else path
+        sub = (*path, key)
         origins[key] = doc.key_origin(*sub)
         q = c.quantity(doc, sub, fields[key], "quantity")
         if device:
@@ -165,10 +171,19 @@ def _budgets(
     return tuple(out)
 
 
+def _stem(shown: str) -> str:
+    """`Path(shown).stem` of a shown path (POSIX, relative), without making a Path (once per tenant)."""
+    name = shown.rpartition("/")[2]
+    if name in ("", ".", ".."):
+        return Path(shown).stem
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
+
+
 def build_tenant(doc: Document) -> Tenant:
     c = _Collector()
     d = doc.data
-    stem = Path(doc.path).stem
+    stem = _stem(doc.path)
     if d["name"] != stem:
         c.add(
             doc.origin("name"),

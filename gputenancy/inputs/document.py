@@ -44,7 +44,10 @@ class Document:
 
     def origin(self, *path: str | int) -> Origin:
         """Where the value at `path` starts, or that of its longest existing prefix; else (1, 1)."""
-        for end in range(len(path), -1, -1):
+        mark = self.marks.get(path)  # the path itself first, without a copy: almost always there
+        if mark is not None:
+            return Origin(self.path, mark[0], mark[1])
+        for end in range(len(path) - 1, -1, -1):
             mark = self.marks.get(path[:end])
             if mark is not None:
                 return Origin(self.path, mark[0], mark[1])

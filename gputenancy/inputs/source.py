@@ -118,6 +118,7 @@ def load(
     max_bytes: int = MAX_FILE_BYTES,
     cache: Entries | None = None,
     real_root: Path | None = None,
+    real_dir: tuple[Path, Path] | None = None,
 ) -> Document:
     """Read and check `path` (relative to `root` or absolute); raise PipelineError with all findings.
 
@@ -125,7 +126,10 @@ def load(
     path relative to `root`. A file that resolves (through symlinks or ``..``) outside `root` is
     refused, as is anything but a regular file. With `cache`, a file loaded before with the same
     path, bytes and software is taken from it instead of being parsed again (module docstring).
-    `real_root`: `root` resolved, when the caller loading many files has resolved it once.
+    `real_root`: `root` resolved, when the caller loading many files has resolved it once;
+    `real_dir`: a directory and its resolution, likewise: a file directly in it that is not a symlink
+    resolves to the resolved directory joined with its name, which one `lstat` proves, instead of a
+    resolution of every component of its path.
     """
     full = path
     if not path.is_absolute():
@@ -135,7 +139,7 @@ def load(
     shown = display(full, root)
     where = Origin(shown)
     try:
-        real = full.resolve()
+        real = _resolved(full, real_dir)
         if real_root is None:
             real_root = root.resolve()
     except (OSError, RuntimeError) as exc:
@@ -161,6 +165,19 @@ def load(
     if entry is not None:
         cache.put(CACHE_ENTRY, key, entry)
     return doc
+
+
+def _resolved(full: Path, real_dir: tuple[Path, Path] | None) -> Path:
+    """`full.resolve()`, taken from `real_dir` (directory, resolved) when `full` is a file directly in
+    that directory and not a symlink (a missing file resolves to the same path either way)."""
+    if (
+        real_dir is not None
+        and full.name != ".."
+        and os.path.dirname(full) == str(real_dir[0])
+        and not os.path.islink(full)
+    ):
+        return real_dir[1] / full.name
+    return full.resolve()
 
 
 def load_text(text: str | bytes, display_path: str, *, max_bytes: int = MAX_FILE_BYTES) -> Document:

@@ -42,9 +42,10 @@ def _load_checked(
     findings: list[Finding],
     cache: Entries | None,
     real_root: Path | None = None,
+    real_dir: tuple[Path, Path] | None = None,
 ) -> Document | None:
     try:
-        doc = load(path, root, cache=cache, real_root=real_root)
+        doc = load(path, root, cache=cache, real_root=real_root, real_dir=real_dir)
     except PipelineError as exc:
         findings.extend(exc.findings)
         return None
@@ -188,12 +189,14 @@ def _load_tenants(root: Path, findings: list[Finding], cache: Entries | None) ->
     paths, problems = discover(root, "tenants")
     findings.extend(problems + misplaced(root, "tenants"))
     tenants = []
+    directory = root / "tenants"
     try:
         real_root: Path | None = root.resolve()  # once for all tenant files
+        real_dir: tuple[Path, Path] | None = (directory, directory.resolve())
     except (OSError, RuntimeError):
-        real_root = None  # each file's load reports it
+        real_root = real_dir = None  # each file's load reports it
     for path in paths:
-        doc = _load_checked(path, root, "tenant", "Tenant", findings, cache, real_root)
+        doc = _load_checked(path, root, "tenant", "Tenant", findings, cache, real_root, real_dir)
         if doc is None:
             continue
         try:
