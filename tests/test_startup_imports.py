@@ -1,4 +1,5 @@
-"""What a command imports: GitPython only where a git operation runs, and the same answers as with it."""
+"""What a command imports: GitPython only where a git operation runs, deepdiff without pydantic, and
+the same answers as with them."""
 
 from __future__ import annotations
 
@@ -83,3 +84,30 @@ def test_plan_outside_a_repository_does_not_import_gitpython(tmp_path: Path) -> 
     assert _python(code, tmp_path) == ["None", "None", "False"]
     git.Repo.init(tmp_path).close()
     assert _python(code, tmp_path) == ["None", "None", "True"]  # no commit yet: git was asked
+
+
+def test_deepdiff_without_pydantic_gives_the_same_changes(tmp_path: Path) -> None:
+    old = {"spec": {"a": [1, 2], "b": {"c": "x"}, "resources": [{"name": "r", "v": 1}]}}
+    new = {"spec": {"a": [1, 3], "d": 1, "resources": [{"name": "r", "v": 2}, {"name": "s"}]}}
+    code = (
+        "import sys\n"
+        "from gputenancy.deliver import objectdiff\n"
+        f"changes = objectdiff._changes('ClusterQueue', {old!r}, {new!r})\n"
+        "print(repr(changes).replace(' ', '_'))\n"
+        "print('pydantic' in sys.modules)\n"
+    )
+    lines = _python(code, tmp_path)
+    # the same changes as deepdiff imported the ordinary way (with pydantic, if installed)
+    with_pydantic = _python("import pydantic, sys\n" + code, tmp_path) if _has("pydantic") else lines
+    assert lines[0] == with_pydantic[0]
+    assert "changed" in lines[0] and "added" in lines[0] and "removed" in lines[0]
+    assert lines[1] == "False"
+    if _has("pydantic"):  # kept out of deepdiff's import only: importable afterwards
+        after = _python(code.replace("print('pydantic'", "import pydantic; print('pydantic'"), tmp_path)
+        assert after == [lines[0], "True"]
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
