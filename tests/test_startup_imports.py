@@ -76,14 +76,15 @@ def test_plan_outside_a_repository_does_not_import_gitpython(tmp_path: Path) -> 
         pytest.skip("the test's directory is inside a git repository")
     code = (
         "import sys; from pathlib import Path\n"
-        "from gputenancy.deliver import baseline, plan\n"
+        "from gputenancy.deliver import authorview, baseline, plan\n"
         f"root = Path({str(tmp_path)!r})\n"
         "print(baseline.local_base(root).inputs_ref, baseline.model_at(root, 'HEAD'))\n"
-        "print('git' in sys.modules)\n"
+        "print(authorview.touched_files(root, 'HEAD'), 'git' in sys.modules)\n"
     )
-    assert _python(code, tmp_path) == ["None", "None", "False"]
+    assert _python(code, tmp_path) == ["None", "None", "None", "False"]
     git.Repo.init(tmp_path).close()
-    assert _python(code, tmp_path) == ["None", "None", "True"]  # no commit yet: git was asked
+    # no commit yet: GitPython was asked, and answers the same
+    assert _python(code, tmp_path) == ["None", "None", "None", "True"]
 
 
 def test_deepdiff_without_pydantic_gives_the_same_changes(tmp_path: Path) -> None:
