@@ -148,15 +148,13 @@ def touched_files(root: Path, base: str | None, within: Sequence[str] = ()) -> s
     nothing else); None when there is no base or it cannot be read."""
     if base is None or Path(base).is_dir():
         return None
-    import git
-
-    from gputenancy.common.findings import PipelineError
     from gputenancy.deliver import gitrepo
 
-    try:
-        repo = gitrepo.open_repo(root)
-    except PipelineError:
+    repo = gitrepo.open_repo_if_any(root)
+    if repo is None:
         return None
+    import git
+
     with repo:
         if gitrepo.resolve(repo, base) is None:
             return None

@@ -13,8 +13,7 @@ import dataclasses
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-
-import git
+from typing import TYPE_CHECKING
 
 from gputenancy.assemble import output
 from gputenancy.caching.cache import Cache
@@ -22,6 +21,9 @@ from gputenancy.common.findings import PipelineError
 from gputenancy.deliver import gitrepo
 from gputenancy.inputs import fleet
 from gputenancy.inputs.spec import Model, load_model
+
+if TYPE_CHECKING:
+    import git
 
 INPUTS = ("base", "overlays", "tenants")
 _SYMLINK = 0o120000
@@ -41,9 +43,8 @@ def local_base(root: Path) -> LocalBase:
     """generated/ of the work tree when it is committed (the inputs before are the last commit's);
     the last commit when generated/ holds uncommitted output, as a local `render` leaves it (comparing
     with what was just rendered would show no change)."""
-    try:
-        repo = gitrepo.open_repo(root)
-    except PipelineError:
+    repo = gitrepo.open_repo_if_any(root)
+    if repo is None:
         return LocalBase(None, None, "generated/ of the work tree (not a git repository: no inputs before)")
     with repo:
         if gitrepo.resolve(repo, "HEAD") is None:
@@ -76,9 +77,8 @@ def model_at(root: Path, ref: str, cache: Cache | None = None) -> Model | None:
 def _checkout(root: Path, ref: str) -> Iterator[tuple[git.Repo, git.Commit, Path] | None]:
     """The repository of root, the commit of `ref` and an empty temporary directory (None when root
     is not in a git repository or the ref does not exist)."""
-    try:
-        repo = gitrepo.open_repo(root)
-    except PipelineError:
+    repo = gitrepo.open_repo_if_any(root)
+    if repo is None:
         yield None
         return
     with repo, tempfile.TemporaryDirectory(prefix="gputenancy-base-") as tmp:
@@ -146,6 +146,8 @@ def _model_changed(root: Path, ref: str, current: Model, touched: set[str]) -> M
 
 
 def _tree(commit: git.Commit, directory: str) -> git.Tree | None:
+    import git
+
     try:
         tree = commit.tree / directory
     except KeyError:
@@ -165,6 +167,8 @@ def _export(commit: git.Commit, directory: str, target: Path, only: set[str] | N
                 target.mkdir(parents=True, exist_ok=True)
                 (target / blob.name).write_bytes(blob.data_stream.read())
         return
+    import git
+
     strip = len(str(tree.path)) + 1
     for item in tree.traverse():
         if not isinstance(item, git.Blob) or item.mode == _SYMLINK:

@@ -1,17 +1,23 @@
 """Git through GitPython: trees at a revision, the source commit, trailers, commits built from a
-temporary index (the user's index and the rest of the tree are never touched)."""
+temporary index (the user's index and the rest of the tree are never touched).
+
+GitPython (40-50 ms to import) is imported by the functions that use it: `plan` outside a git
+repository finds that out without it (`open_repo_if_any`)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
-
-import git
+from typing import TYPE_CHECKING
 
 from gputenancy.common import interrupt
 from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
+
+if TYPE_CHECKING:
+    import git
 
 NAME = "gputenancy"
 EMAIL = "gputenancy@users.noreply.github.com"
@@ -26,6 +32,8 @@ def fail(message: str, *, path: str = "git", rule: str = "git") -> PipelineError
 @contextlib.contextmanager
 def errors(what: str) -> Iterator[None]:
     """Turn GitPython's exceptions into a PipelineError that says what was being done."""
+    import git
+
     try:
         yield
     except git.GitCommandError as exc:
@@ -40,8 +48,38 @@ def errors(what: str) -> Iterator[None]:
 
 
 def open_repo(root: Path) -> git.Repo:
+    import git
+
     with errors(f"{root} is not inside a git repository"):
         return git.Repo(root, search_parent_directories=True)
+
+
+def open_repo_if_any(root: Path) -> git.Repo | None:
+    """root's repository, or None when root is not inside one (`outside_repositories` first)."""
+    if outside_repositories(root):
+        return None
+    try:
+        return open_repo(root)
+    except PipelineError:
+        return None
+
+
+def outside_repositories(root: Path) -> bool:
+    """True when GitPython would surely find no repository holding root: no `.git` and no `HEAD` (a
+    bare repository's) at root or above it (the directories GitPython looks in), found without
+    importing GitPython. False: ask GitPython."""
+    path = os.fspath(root)
+    if "$" in path or path.startswith("~"):  # GitPython expands these
+        return False
+    current = os.path.abspath(path)
+    if not os.path.isdir(current):
+        return False
+    while True:
+        if os.path.lexists(os.path.join(current, ".git")) or os.path.lexists(os.path.join(current, "HEAD")):
+            return False
+        current, tail = os.path.split(current)
+        if not tail:
+            return True
 
 
 def relative(repo: git.Repo, root: Path, *parts: str) -> str:
@@ -51,6 +89,8 @@ def relative(repo: git.Repo, root: Path, *parts: str) -> str:
 
 
 def resolve(repo: git.Repo, rev: str) -> git.Commit | None:
+    import git
+
     try:
         return repo.commit(rev)
     except (git.BadName, ValueError, git.GitCommandError):
@@ -59,6 +99,8 @@ def resolve(repo: git.Repo, rev: str) -> git.Commit | None:
 
 def read_trees_at(commit: git.Commit, directory: str) -> dict[str, dict[str, bytes]]:
     """{cluster: {path under directory/<cluster>/: bytes}} from a commit; {} when the directory is absent."""
+    import git
+
     try:
         tree = commit.tree / directory if directory not in ("", ".") else commit.tree
     except KeyError:
@@ -84,13 +126,12 @@ def read_trees_at(commit: git.Commit, directory: str) -> dict[str, dict[str, byt
 
 def trees_at_ref(root: Path, ref: str, directory: str) -> tuple[dict[str, dict[str, bytes]], str]:
     """The <cluster>/ trees under root/directory at a git ref of root's repository, and a label."""
-    try:
-        repo = open_repo(root)
-    except PipelineError:
+    repo = open_repo_if_any(root)
+    if repo is None:
         raise fail(
             f"--against {ref!r} is neither a directory nor a git ref: {root} is not in a git repository",
             rule="plan-against",
-        ) from None
+        )
     with repo:
         commit = resolve(repo, ref)
         if commit is None:
@@ -115,6 +156,8 @@ def public_url(url: str) -> str:
 
 
 def source_url(repo: git.Repo) -> str:
+    import git
+
     for remote in repo.remotes:
         if remote.name == "origin":
             with contextlib.suppress(git.GitCommandError, StopIteration):
@@ -131,6 +174,8 @@ def trailer(message: str, key: str) -> str | None:
 def descends(repo: git.Repo, descendant: str, ancestor: str) -> bool | None:
     """Whether `descendant` has `ancestor` in its history; None when `descendant` is unknown here even
     after fetching the repository's remotes."""
+    import git
+
     if resolve(repo, descendant) is None:
         for remote in repo.remotes:
             with contextlib.suppress(git.GitCommandError):
@@ -153,6 +198,8 @@ def commit_paths(
     """Commit the working-tree state of `pathspecs` on top of `parent` (None: a root commit) and move
     refs/heads/<branch> from `parent` to it (compare-and-swap). Built in a temporary index, so the
     user's index and every other path keep their committed state. None when nothing differs."""
+    import git
+
     env = {"GIT_COMMITTER_NAME": identity.name or NAME, "GIT_COMMITTER_EMAIL": identity.email or EMAIL}
     with interrupt.temporary_directory("gputenancy-index-") as tmp, errors(f"committing to {branch}"):
         with repo.git.custom_environment(GIT_INDEX_FILE=str(tmp / "index"), **env):
