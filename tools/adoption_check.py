@@ -29,6 +29,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 SELF_TEST = "tests/test_adoption.py::test_the_suite_passes_after_a_team_changes_tenants_and_overlays"
 """The test that runs this check: deselected in the copy's suite, which would otherwise run it again."""
+BROWSER_PACKAGES = "tests/browser/node_modules"
+"""The browser tests' npm packages: installed, not tracked; the copy links to them."""
 
 
 def files(repo: Path) -> list[str]:
@@ -46,6 +48,9 @@ def copy(repo: Path, dest: Path) -> None:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(repo / rel, target, follow_symlinks=False)  # tests/negative has symlinks
+    installed = repo / BROWSER_PACKAGES  # ignored by git, made by `npm ci --prefix tests/browser`
+    if installed.is_dir():
+        (dest / BROWSER_PACKAGES).symlink_to(installed, target_is_directory=True)
     subprocess.run(["git", "init", "-q", str(dest)], check=True)  # noqa: S603, S607
 
 
