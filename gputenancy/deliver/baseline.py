@@ -133,8 +133,6 @@ def _model_changed(root: Path, ref: str, current: Model, touched: set[str]) -> M
         read = _load(tmp, None)
         if read is None or fleet.managers(read):
             return None
-        if fleet.managers(read):
-            return None
         mine = {t.path: t for t in read.tenants}
         work = {t.path: t for t in current.tenants}
         tenants = [
