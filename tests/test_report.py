@@ -12,6 +12,7 @@ import trees
 
 from gputenancy.cli.app import main
 from gputenancy.deliver import budgets, htmlreport
+from gputenancy.inputs.quantity import ZERO
 from gputenancy.inputs.spec import load_model
 
 
@@ -34,9 +35,9 @@ def test_the_page_holds_a_chart_per_pool_and_needs_no_network(
 
 
 def test_hami_pools_are_drawn_in_gib_and_percent() -> None:
-    pool = budgets.Pool("site", "t4-hami", "nvidia.com/total-gpumem", None, budgets.ZERO, (), "MiB")
+    pool = budgets.Pool("site", "t4-hami", "nvidia.com/total-gpumem", None, ZERO, (), "MiB")
     assert htmlreport.spec(pool)["layer"][0]["encoding"]["x"]["title"] == "GiB"
-    cores = budgets.Pool("site", "t4-hami", "nvidia.com/total-gpucores", None, budgets.ZERO, (), "percent")
+    cores = budgets.Pool("site", "t4-hami", "nvidia.com/total-gpucores", None, ZERO, (), "percent")
     assert htmlreport.spec(cores)["layer"][0]["encoding"]["x"]["title"] == "percent of a card"
 
 

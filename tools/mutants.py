@@ -88,7 +88,7 @@ CORE: tuple[Mutant, ...] = (
     Mutant(
         "usage-one-class-per-resource",
         CAPACITY,
-        "                total[key] = total.get(key, parse(0)) + amount.nominal",
+        "                total[key] = total.get(key, ZERO) + amount.nominal",
         "                total[key] = amount.nominal",
         T_RULES,
         "budgets on one quota resource no longer add up",
@@ -274,8 +274,8 @@ CORE: tuple[Mutant, ...] = (
     Mutant(
         "key-source-by-path",
         CACHEKEY,
-        'return key("source", software=software(), path=path, file_bytes=data)',
-        'return key("source", software=software(), path=path, file_bytes=b"")',
+        'return key_after("source", software(), path=path, file_bytes=data)',
+        'return key_after("source", software(), path=path, file_bytes=b"")',
         T_CACHE,
         "a loaded input file is cached by its path, not its bytes",
     ),
@@ -356,8 +356,8 @@ CORE: tuple[Mutant, ...] = (
     Mutant(
         "webhook-negative-zero",
         QUEUERULES,
-        "            if q < _ZERO:",
-        "            if q <= _ZERO:",
+        "            if q < ZERO:",
+        "            if q <= ZERO:",
         T_WEBHOOKS,
         "a zero quota is refused as negative",
     ),

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from gputenancy.deliver import budgets, mdsafe
 from gputenancy.deliver.budgets import Grant, Pool
 from gputenancy.inputs.hami import human
-from gputenancy.inputs.quantity import Quantity
+from gputenancy.inputs.quantity import ZERO, Quantity
 
 CELLS = ("nominal", "borrowing", "lending", "reach")
 _MARK = "**"  # a changed cell in markdown
@@ -58,7 +58,7 @@ class PoolDiff:
         return _holders(self.before) != _holders(self.after) or _cap(self.before) != _cap(self.after)
 
 
-_EMPTY = Pool("", "", "", None, budgets.ZERO, ())
+_EMPTY = Pool("", "", "", None, ZERO, ())
 
 
 def _cap(p: Pool | None) -> str | None:

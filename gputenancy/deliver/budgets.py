@@ -22,13 +22,12 @@ from typing import Any
 
 from gputenancy.deliver import mdsafe
 from gputenancy.inputs.hami import human
-from gputenancy.inputs.quantity import Quantity, parse
+from gputenancy.inputs.quantity import ZERO, Quantity
 from gputenancy.inputs.spec import Amount, Model, Tenant
 from gputenancy.policy import capacity as policy_capacity
 from gputenancy.policy.catalog import Catalog, effective_catalog
 
 FORMATS = ("text", "markdown", "json")
-ZERO = parse(0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ from gputenancy.common.objects import ObjectKey
 from gputenancy.deliver import baseline, budgetdiff, budgets, fleetrisks, rename
 from gputenancy.deliver import risks as more_risks
 from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tree, compare, load_objects
-from gputenancy.inputs.quantity import Quantity, QuantityError, parse
+from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
 from gputenancy.inputs.spec import Model
 from gputenancy.policy import destinations, fleetquota, hami
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
@@ -66,13 +66,13 @@ class CapacityRow:
     def headroom_before(self) -> Quantity | None:
         if self.capacity_before is None:
             return None
-        return self.capacity_before - (self.before if self.before is not None else parse(0))
+        return self.capacity_before - (self.before if self.before is not None else ZERO)
 
     @property
     def headroom(self) -> Quantity | None:
         if self.capacity is None:
             return None
-        return self.capacity - (self.after if self.after is not None else parse(0))
+        return self.capacity - (self.after if self.after is not None else ZERO)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,9 +113,8 @@ class Plan:
     grants: tuple[budgets.Grant, ...] = ()  # the effective budgets of the tenants the plan changes
     upgrades: tuple[Any, ...] = ()  # deliver.upgrade.Upgrade: kueue.version changes (planview adds them)
     grant_diffs: tuple[budgetdiff.GrantDiff, ...] = ()  # grants before -> after, affected tenants too
-    pools: tuple[
-        budgetdiff.PoolDiff, ...
-    ] = ()  # the pools of changed clusters whose holders change (known_before)
+    # the pools of changed clusters whose holders change (when known_before)
+    pools: tuple[budgetdiff.PoolDiff, ...] = ()
     known_before: bool = False  # the inputs at the base were read: grant_diffs replace grants
     basis: str = ""  # without --against: what the plan compares with, and why
 
@@ -145,9 +144,6 @@ def _cluster_queues(
     return {str(b["metadata"]["name"]): dict(b) for b in found if b.get("kind") == "ClusterQueue"}
 
 
-_ZERO = parse(0)
-
-
 def _before(cqs: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], Quantity]:
     """Sum of nominalQuota per (flavor, resource). A fleet repeats a few dozen quota values
     thousands of times, so each distinct value is parsed once (by type: 1 and True differ)."""
@@ -159,7 +155,7 @@ def _before(cqs: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], Quant
                 for res in flavor.get("resources") or []:
                     key = (str(flavor.get("name")), str(res.get("name")))
                     try:  # TypeError: a value that is not a quantity at all (a list, say)
-                        total[key] = total.get(key, _ZERO) + quantity(res.get("nominalQuota"))
+                        total[key] = total.get(key, ZERO) + quantity(res.get("nominalQuota"))
                     except (QuantityError, TypeError):
                         continue
     return total
@@ -402,7 +398,6 @@ def build(
             risks.append(Risk(m.group(1) if m else "", "capacity-overcommitted", "", f.message))
     touched = {c.name: c.tenants for c in clusters}
     changed = [c.name for c in clusters if c.changed]
-    grants = budgets.grants_for(result.model, touched)
     grant_diffs: tuple[budgetdiff.GrantDiff, ...] = ()
     pools: tuple[budgetdiff.PoolDiff, ...] = ()
     if before is not None:  # the pools of the changed clusters, before and after, each made once
@@ -410,6 +405,8 @@ def build(
         had = budgets.pools(before, [c for c in changed if c in before.clusters])
         grants = budgets.grants_for(result.model, touched, after)
         grant_diffs, pools = budgetdiff.grants(had, after, touched), budgetdiff.pools(had, after)
+    else:
+        grants = budgets.grants_for(result.model, touched)
     return Plan(
         label,
         tuple(clusters),

@@ -93,7 +93,7 @@ def _judged(value: Any) -> tuple[quantity.Quantity, tuple[tuple[str | None, str]
             )
         q = quantity.parse(value)
     except quantity.QuantityError as exc:
-        return quantity.parse(0), ((None, str(exc)),)
+        return quantity.ZERO, ((None, str(exc)),)
     problems: list[tuple[str | None, str]] = []
     if q.is_negative():
         problems.append((None, f"must not be negative, got {value!r}"))

@@ -293,6 +293,10 @@ def _parse_int(value: int) -> Quantity:
     return _exact(Decimal(value), Format.DECIMAL_SI)
 
 
+ZERO = parse(0)
+"""0 (DecimalSI), where every sum of quantities starts (a Quantity is immutable; one is shared)."""
+
+
 def canonical(value: str | int | float) -> str:
     """``parse(value).canonical()``."""
     return parse(value).canonical()

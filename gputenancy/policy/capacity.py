@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from gputenancy.common.findings import Finding, Origin, Severity
 from gputenancy.common.hints import did_you_mean
 from gputenancy.inputs.hami import human
-from gputenancy.inputs.quantity import Quantity, parse
+from gputenancy.inputs.quantity import ZERO, Quantity
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy.catalog import Catalog
 
@@ -25,9 +25,6 @@ def capacity(model: Model, catalog: Catalog) -> Iterator[Finding]:
         yield from _capacity(model, cluster, catalog)
 
 
-_ZERO = parse(0)
-
-
 def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tuple[str, str], Quantity]:
     """Sum of nominal budgets per (flavor, quota resource) on a cluster."""
     total: dict[tuple[str, str], Quantity] = {}
@@ -35,7 +32,7 @@ def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tu
         for fb in t.budget_for(cluster.name) or ():
             for resource, amount in catalog.amounts(fb, cluster.name):
                 key = (fb.flavor, resource)
-                total[key] = total.get(key, _ZERO) + amount.nominal
+                total[key] = total.get(key, ZERO) + amount.nominal
     return total
 
 

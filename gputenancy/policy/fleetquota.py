@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from gputenancy.inputs import fleet
-from gputenancy.inputs.quantity import Quantity, parse
+from gputenancy.inputs.quantity import ZERO, Quantity
 from gputenancy.inputs.spec import Model, Tenant
 from gputenancy.policy.catalog import Catalog
 
@@ -60,8 +60,8 @@ def quotas(model: Model, catalog: Catalog, clusters: Iterable[str] | None = None
                         manager.name,
                         t.name,
                         resource,
-                        mine.get(resource, parse(0)),
-                        tuple((w, theirs[w].get(resource, parse(0))) for w in workers),
+                        mine.get(resource, ZERO),
+                        tuple((w, theirs[w].get(resource, ZERO)) for w in workers),
                         source,
                     )
                 )
@@ -86,5 +86,5 @@ def _totals(t: Tenant, cluster: str, catalog: Catalog) -> dict[str, Quantity]:
     out: dict[str, Quantity] = {}
     for fb in t.budget_for(cluster) or ():
         for resource, amount in catalog.amounts(fb, cluster):
-            out[resource] = out.get(resource, parse(0)) + amount.nominal
+            out[resource] = out.get(resource, ZERO) + amount.nominal
     return out

@@ -33,7 +33,7 @@ from gputenancy.check.chain.builtview import (
     spec_of,
 )
 from gputenancy.common.findings import Finding, Origin, Severity
-from gputenancy.inputs.quantity import Quantity, QuantityError, parse
+from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
 from gputenancy.inputs.records import DEFAULT_POD_REQUESTS
 from gputenancy.versions import gates as kueuegates
 
@@ -41,7 +41,6 @@ RULES: dict[str, Callable[[View], Iterator[Finding]]] = {}
 _CHANGES = ("patches", "patchesStrategicMerge", "patchesJson6902", "replacements", "transformers")
 
 
-ZERO = parse(0)
 ONE = parse(1)
 HELD = ("Hold", "HoldAndDrain")
 _NONE = Decimal(0)

@@ -12,9 +12,8 @@ from typing import Any
 from gputenancy.check.kubernetes.names import invalid, label_selector_errors, qualified_name_errors
 from gputenancy.check.webhook.admission import Problem, get_in, mapping_items, string_items
 from gputenancy.common.objects import FieldPath
-from gputenancy.inputs.quantity import Quantity, QuantityError, parse
+from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
 
-_ZERO = parse("0")
 _NANO = parse("1n")
 
 
@@ -132,7 +131,7 @@ def _quota_nonnegative(body: Mapping[str, Any]) -> Iterator[Problem]:
             except QuantityError as exc:
                 yield Problem((*path, field), invalid(value, str(exc)))
                 continue
-            if q < _ZERO:
+            if q < ZERO:
                 yield Problem((*path, field), invalid(value, "must be greater than or equal to 0"))
 
 
@@ -157,9 +156,9 @@ def _fair_sharing(body: Mapping[str, Any]) -> Iterator[Problem]:
     except QuantityError as exc:
         yield Problem(path, invalid(value, str(exc)))
         return
-    if weight < _ZERO:
+    if weight < ZERO:
         yield Problem(path, invalid(value, "must be greater than or equal to 0"))
-    elif weight > _ZERO and not weight > _NANO:
+    elif weight > ZERO and not weight > _NANO:
         yield Problem(path, invalid(value, "When not 0, weight must be > 10e-9"))
 
 
