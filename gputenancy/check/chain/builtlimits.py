@@ -9,15 +9,16 @@ and name the kustomization (and the line of its transformer key) that built the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from gputenancy.check.chain.builtview import ARGO, KUEUE, Built, View, spec_of
 from gputenancy.check.config import helmgates
 from gputenancy.common.findings import Severity
 from gputenancy.common.objects import FieldPath
-from gputenancy.inputs.quantity import Quantity, QuantityError, parse
-from gputenancy.policy.capacity import capacity_by_flavor, contributions
+from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
+from gputenancy.inputs.spec import Tenant
+from gputenancy.policy.capacity import capacity_by_flavor
 from gputenancy.versions import kueue as kueue_versions
 
 BuiltRule = Callable[[View], Iterator[Any]]
@@ -66,15 +67,12 @@ def built_capacity(view: View) -> Iterator[Any]:
     """
     cluster = view.cluster
     have = capacity_by_flavor(cluster, view.catalog)
-    meant: dict[tuple[str, str, str], Quantity] = {}
-    for (flavor, resource), parts in contributions(view.model, cluster, view.catalog).items():
-        for tenant, q, _ in parts:
-            meant[(tenant.name, flavor, resource)] = q
+    meant = _meant(view, view.model.tenants_on(cluster.name))
     totals: dict[tuple[str, str], Quantity] = {}
     changed: dict[tuple[str, str], list[tuple[Built, FieldPath, Quantity, Quantity | None]]] = {}
     for cq, path, flavor, resource, q in _quotas(view):
         key = (flavor, resource)
-        totals[key] = totals.get(key, parse(0)) + q
+        totals[key] = totals.get(key, ZERO) + q
         want = meant.get((cq.tenant.name, flavor, resource)) if cq.tenant is not None else None
         if _changed(q, want):
             changed.setdefault(key, []).append((cq, path, q, want))
@@ -100,18 +98,26 @@ def built_capacity(view: View) -> Iterator[Any]:
 
 def _changed(q: Quantity, want: Quantity | None) -> bool:
     """A built nominal quota that is not what the inputs meant (a 0 the inputs have no quota for is)."""
-    return q != want if want is not None else q != parse(0)
+    return q != want if want is not None else q != ZERO
+
+
+def _meant(view: View, tenants: Iterable[Tenant]) -> dict[tuple[str, str, str], Quantity]:
+    """The nominal quota each of `tenants` budgets on the view's cluster, by (tenant, flavor, quota
+    resource): what its ClusterQueue is meant to be built with."""
+    name = view.cluster.name
+    return {
+        (tenant.name, fb.flavor, resource): amount.nominal
+        for tenant in tenants
+        for fb in tenant.budget_for(name) or ()
+        for resource, amount in view.catalog.amounts(fb, name)
+    }
 
 
 def capacity_changed(view: View) -> bool:
     """Whether a ClusterQueue of the view is built with a nominal quota its tenant's budget does not
     state (`built-capacity` then adds up the quotas of the whole cluster)."""
-    meant: dict[tuple[str, str, str], Quantity] = {}
     tenants = {cq.tenant.name: cq.tenant for cq in view.of(KUEUE, "ClusterQueue") if cq.tenant is not None}
-    for tenant in tenants.values():
-        for fb in tenant.budget_for(view.cluster.name) or ():
-            for resource, amount in view.catalog.amounts(fb, view.cluster.name):
-                meant[(tenant.name, fb.flavor, resource)] = amount.nominal
+    meant = _meant(view, tenants.values())
     return any(
         _changed(q, meant.get((cq.tenant.name, flavor, resource)) if cq.tenant is not None else None)
         for cq, _, flavor, resource, q in _quotas(view)
