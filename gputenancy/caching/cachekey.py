@@ -143,21 +143,24 @@ def _feed(h: Any, parts: Iterable[str | bytes]) -> None:
 
 def key(kind: str, **parts: str | bytes) -> str:
     """The key of `kind` over `parts`, which must be exactly the ingredients `KEYS` lists for it."""
-    names = KEYS[kind]
-    if parts.keys() != set(names):
-        raise ValueError(f"a {kind} key is made of {', '.join(names)}; got {', '.join(sorted(parts))}")
+    names = _named(kind, parts.keys())
     return digest(SCHEME, kind, *(p for name in names for p in (name, parts[name])))
+
+
+def _named(kind: str, given: Iterable[str]) -> tuple[str, ...]:
+    """The ingredients of `kind`, in order; ValueError unless `given` are exactly those, each once."""
+    names = KEYS[kind]
+    got = sorted(given)
+    if got != sorted(names):
+        raise ValueError(f"a {kind} key is made of {', '.join(names)}; got {', '.join(got)}")
+    return names
 
 
 def key_after(kind: str, first: str, **rest: str | bytes) -> str:
     """`key(kind, ...)` with `first` as its first ingredient and `rest` as the others, for keys made by
     the thousand that share their first ingredient (the input files of a run share the software, the
     tenants of a cluster its key): the hash of what they share is made once and copied."""
-    names = KEYS[kind]
-    if rest.keys() != set(names[1:]):
-        raise ValueError(
-            f"a {kind} key is made of {', '.join(names)}; got {names[0]}, {', '.join(sorted(rest))}"
-        )
+    names = _named(kind, [KEYS[kind][0], *rest])
     h = _begun(kind, first).copy()
     _feed(h, [p for name in names[1:] for p in (name, rest[name])])
     made: str = h.hexdigest()
