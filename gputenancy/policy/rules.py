@@ -72,6 +72,7 @@ RULES: dict[str, Rule] = {
     "fleet-claim-template": fleet.fleet_claim_template,
     "fleet-budget": fleet.fleet_budget,
     "framework-unknown": frameworks.framework_unknown,
+    "fleet-quota-unclaimed": fleet.fleet_quota_unclaimed,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

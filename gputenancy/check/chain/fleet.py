@@ -122,25 +122,41 @@ def claim_twin(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
 
 @_rule("fleet-mappings")
 def mappings_both_sides(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
-    """The `deviceClassMappings` of a MultiKueue manager's Configuration are on every worker too, with the
-    same quota names (unmapped on the manager: never dispatched; unmapped on a worker: the copy is
-    Inadmissible there while the manager holds the quota).
+    """The `deviceClassMappings` a MultiKueue manager's claim templates need are on every worker they
+    are dispatched to, with the same quota names (unmapped on the manager: never dispatched; unmapped on
+    a worker: the copy is Inadmissible there while the manager holds the quota). A worker the tenant
+    excludes for a template (`excludedWorkers`: a fleet of mixed hardware, MIG on one worker only) needs
+    no mapping for it. The finding sits in the worker's file, where the fix is.
 
-    Passes: nvidia.com/gpu <- gpu.nvidia.com on the manager and each worker.
+    Passes: nvidia.com/gpu <- gpu.nvidia.com on the manager and each worker; a MIG mapping on the manager
+    and one worker, its templates excluded on the other.
     Fails: a worker whose kueue.config replaces resources.deviceClassMappings without gpu.nvidia.com.
     """
-    config, source = kueue_configuration(manager)
-    wanted = mappings(config)
+    wanted = mappings(kueue_configuration(manager)[0])
+    templates = manager.of(DRA, "ResourceClaimTemplate")
     for w in workers:
-        theirs = mappings(kueue_configuration(w)[0])
-        missing = sorted(f"{cls} -> {res}" for cls, res in wanted.items() if theirs.get(cls) != res)
-        if missing:
-            origin = w.cluster.document.origin("kueue") if source is None else source.origin
-            yield origin.finding(
-                "fleet-mappings",
-                f"worker {w.cluster.name!r} of manager {manager.cluster.name!r} lacks the deviceClassMappings "
-                f"{', '.join(missing)}: the manager's mappings must be in every worker's Configuration",
-            )
+        needed = {_request(rct)[0] for rct in templates if not _excluded(rct, w.cluster.name)}
+        config, holder = kueue_configuration(w)
+        theirs = mappings(config)
+        missing = sorted(
+            f"{cls} -> {res}" for cls, res in wanted.items() if cls in needed and theirs.get(cls) != res
+        )
+        if not missing:
+            continue
+        overrides = (w.cluster.config_overrides.get("resources") or {}).get("deviceClassMappings")
+        if overrides is not None:
+            origin = w.cluster.document.origin("kueue", "config", "resources", "deviceClassMappings")
+            fix = "add them to the deviceClassMappings its kueue.config writes, or remove that list"
+        else:
+            origin = holder.origin if holder is not None else w.cluster.document.key_origin("kueue")
+            fix = "keep its Configuration's deviceClassMappings as rendered"
+        yield origin.finding(
+            "fleet-mappings",
+            f"worker {w.cluster.name!r} of manager {manager.cluster.name!r} lacks the deviceClassMappings "
+            f"{', '.join(missing)}, which claim templates dispatched to it need (a copy would be Inadmissible "
+            f"there while the manager holds the quota): {fix}; or, if {w.cluster.name!r} has no such devices, "
+            "exclude it for those templates (excludedWorkers)",
+        )
 
 
 @_rule("fleet-admission-check")
