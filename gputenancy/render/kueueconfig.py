@@ -185,24 +185,31 @@ def _installed_only(
     nothing), renumbering their origins. Each one left out is said at the line that enables it: a note
     when the platform's Configuration enables it for every cluster, a warning when the cluster's own
     `kueue.config` does (the same file says it is missing)."""
-    have = installed_frameworks.installed(model.platform, cluster)
     integrations = body.get("integrations")
-    if have is None or not isinstance(integrations, Mapping):
-        return []
-    enabled = integrations.get("frameworks")
-    if not isinstance(enabled, list):
+    enabled = integrations.get("frameworks") if isinstance(integrations, Mapping) else None
+    if not isinstance(integrations, Mapping) or not isinstance(enabled, list):
         return []
     from_overlay = FRAMEWORKS in origins and (*FRAMEWORKS, 0) not in origins
-    kept: list[tuple[Any, Origin]] = []
+    places = [
+        overlay_origin((*FRAMEWORKS, i))
+        if from_overlay
+        else longest_origin(origins, (*FRAMEWORKS, i), Origin(""))
+        for i in range(len(enabled))
+    ]
+    have = installed_frameworks.installed(model.platform, cluster)
+    kept = [
+        (n, o)
+        for n, o in zip(enabled, places, strict=True)
+        if have is None or not isinstance(n, str) or have.has(n)
+    ]
+    body["integrations"] = {**dict(integrations), "frameworks": [name for name, _ in kept]}
+    for stale in [k for k in origins if k[: len(FRAMEWORKS)] == FRAMEWORKS and len(k) > len(FRAMEWORKS)]:
+        del origins[stale]
+    for i, (_, origin) in enumerate(kept):  # each item at its own line, also when an overlay wrote the list
+        origins[(*FRAMEWORKS, i)] = origin
     found: list[Finding] = []
-    for i, name in enumerate(enabled):
-        here = (
-            overlay_origin((*FRAMEWORKS, i))
-            if from_overlay
-            else longest_origin(origins, (*FRAMEWORKS, i), Origin(""))
-        )
-        if not isinstance(name, str) or have.has(name):
-            kept.append((name, here))
+    for name, here in zip(enabled, places, strict=True):
+        if have is None or not isinstance(name, str) or have.has(name):
             continue
         fix = (
             f"install it there and add {name!r} to that list, or remove it from kueue.config.integrations.frameworks"
@@ -217,13 +224,6 @@ def _installed_only(
                 Severity.WARNING if from_overlay else Severity.NOTE,
             )
         )
-    if not found:
-        return []
-    body["integrations"] = {**dict(integrations), "frameworks": [name for name, _ in kept]}
-    for stale in [k for k in origins if k[: len(FRAMEWORKS)] == FRAMEWORKS and len(k) > len(FRAMEWORKS)]:
-        del origins[stale]
-    for i, (_, origin) in enumerate(kept):
-        origins[(*FRAMEWORKS, i)] = origin
     return found
 
 
