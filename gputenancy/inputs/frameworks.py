@@ -10,13 +10,10 @@ for every kind (`fleet-frameworks`). Kinds built into Kubernetes are always ther
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from gputenancy.common.findings import Origin
 from gputenancy.inputs.document import Document
-
-if TYPE_CHECKING:
-    from gputenancy.inputs.records import Cluster, Platform
 
 BUILT_IN = frozenset({"batch/job", "pod", "deployment", "statefulset"})
 """Integration names of kinds every cluster serves: no CRD to install."""
@@ -54,7 +51,14 @@ def needs_crd(framework: str) -> bool:
     return framework not in BUILT_IN
 
 
-def installed(platform: Platform, cluster: Cluster) -> Frameworks | None:
+class _Declares(Protocol):
+    """A Platform or a Cluster record."""
+
+    @property
+    def frameworks(self) -> Frameworks | None: ...
+
+
+def installed(platform: _Declares, cluster: _Declares) -> Frameworks | None:
     """What `cluster` has installed: its own `frameworks`, else the platform's; None where neither says
     (the cluster is taken to have what its Configuration enables)."""
     return cluster.frameworks if cluster.frameworks is not None else platform.frameworks
