@@ -338,3 +338,19 @@ def test_advice_for_budgets_default_on_a_new_worker_keeps_the_fleet_sum(tmp_path
     root = fleetrepo.write(tmp_path, clusters=clusters, tenants=[nlp])
     (flavor,) = [f for f in engine.check_only(root, cache=None)[1] if f.rule == "flavor-unknown"]
     assert "set budgets.clusters.w2 (a worker of MultiKueue manager 'mgr'" in flavor.message
+
+
+def test_a_template_excluded_on_every_worker_is_refused(tmp_path: Path) -> None:
+    template = {
+        "name": "gpu-x2",
+        "deviceClass": fleetrepo.GPU,
+        "count": 2,
+        "clusters": ["mgr"],
+        "excludedWorkers": {"w1": "no such GPUs on w1", "w2": "no such GPUs on w2"},
+    }
+    nlp = fleetrepo.tenant("nlp", {"w1": 4, "w2": 2}, claimTemplates=[template])
+    root = fleetrepo.write(tmp_path, tenants=[nlp])
+    found = [f for f in engine.check_only(root, cache=None)[1] if f.rule == "fleet-claim-template"]
+    (hit,) = found
+    at(hit, root, "tenants/nlp.yaml", "- name: gpu-x2")
+    assert "excluded on every one of its workers (w1, w2)" in hit.message

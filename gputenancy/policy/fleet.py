@@ -209,9 +209,12 @@ def fleet_claim_template(model: Model, catalog: Catalog) -> Iterator[Finding]:
     (`excludedWorkers: {gpu-east: <why>}`: its copies wait there, another worker must admit them); an
     exclusion names a worker of a manager the template is offered on, and one the template is not on.
 
+    At least one worker is not excluded: a template no worker offers would hold the manager's quota.
+
     Passes: `clusters: [gpu-fleet, gpu-west, gpu-east]` (or no `clusters`) on a fleet tenant's template;
     `clusters: [gpu-fleet, gpu-west]` with `excludedWorkers: {gpu-east: no H100 there}`.
-    Fails: `clusters: [gpu-fleet, gpu-west]` while gpu-fleet also dispatches to gpu-east.
+    Fails: `clusters: [gpu-fleet, gpu-west]` while gpu-fleet also dispatches to gpu-east; every worker
+    excluded.
     """
     for t in model.tenants:
         for ct in t.claim_templates:
@@ -223,6 +226,16 @@ def fleet_claim_template(model: Model, catalog: Catalog) -> Iterator[Finding]:
                 names = [w.name for w in fleet.workers_of(model, manager)]
                 workers.update(names)
                 missing = [w for w in names if ct not in claims_on(t, w) and w not in excluded]
+                if names and all(w in excluded for w in names):
+                    yield err(
+                        ct.origin,
+                        "fleet-claim-template",
+                        f"claim template {ct.name!r} of {t.name!r} is offered on manager {manager.name!r} but "
+                        f"excluded on every one of its workers ({', '.join(names)}): a job using it would hold "
+                        "the manager's quota and never run; offer it on a worker or remove the manager from "
+                        "its clusters",
+                    )
+                    continue
                 if missing:
                     yield err(
                         ct.origin,
