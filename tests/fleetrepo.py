@@ -76,9 +76,12 @@ def write(
     version: str = "v0.19.2",
     tenants: Iterable[Mapping[str, Any]] = TEAMS,
     clusters: Iterable[Mapping[str, Any]] | None = None,
+    kueue_config: Mapping[str, Any] = repokit.BASE_CONFIG,
+    platform_fields: Mapping[str, Any] | None = None,
     **mk: Any,
 ) -> Path:
-    """The fleet under root; `mk` adds settings to the manager's `multiKueue`."""
+    """The fleet under root; `mk` adds settings to the manager's `multiKueue`, `platform_fields` to
+    base/platform.yaml."""
     chosen = (
         list(clusters)
         if clusters is not None
@@ -86,4 +89,7 @@ def write(
     )
     platform = repokit.platform(flavors=("h100", "h200"))
     platform["argocd"] = dict(ARGOCD)  # the hub's Applications for every cluster
-    return repokit.write(root, tenants, chosen, platform_body=platform, component=True)
+    platform.update(platform_fields or {})
+    return repokit.write(
+        root, tenants, chosen, platform_body=platform, kueue_config=kueue_config, component=True
+    )

@@ -26,7 +26,11 @@ def test_budgets_show_the_manager_quota_as_the_sum_of_each_workers(
     gpus = {(r["tenant"], r["resource"]): r for r in doc["fleets"]}
     nlp = gpus[("nlp", "nvidia.com/gpu")]
     assert nlp["manager"] == "mgr" and nlp["managerQuota"] == "6" and nlp["source"] == "sum"
-    assert nlp["workers"] == [{"cluster": "w1", "quota": "4"}, {"cluster": "w2", "quota": "2"}]
+    assert nlp["workers"] == [
+        {"cluster": "w1", "quota": "4", "reach": "5"},  # borrowing 1 from speech's 2 in the cohort
+        {"cluster": "w2", "quota": "2", "reach": "3"},
+    ]
+    assert nlp["largestJob"] == "5"  # one worker's reach, not the sum 6
     assert doc["pools"]  # the per-cluster view is still there
     text = budgets(root, capsys, "text")
     assert "fleet mgr (MultiKueue manager of w1, w2):" in text

@@ -439,6 +439,17 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "a remote that rejects the push",
         "a reachable remote",
     ),
+    (
+        "framework-not-installed",
+        "configuration",
+        "(note) a job framework the Kueue Configuration enables but the cluster's `frameworks` (its overlay's, "
+        "else base/platform.yaml's) does not list is left out of that cluster's Configuration, said at the line "
+        "that enables it: a note when base/kueue-config.yaml enables it for every cluster, a warning when the "
+        "cluster's own kueue.config does. A single cluster would tolerate the missing CRD; a MultiKueue fleet "
+        "does not (fleet-frameworks)",
+        "base/kueue-config.yaml enables ray.io/raycluster and the cluster declares `frameworks: [batch/job]`",
+        "`frameworks: [batch/job, ray.io/raycluster]` on that cluster",
+    ),
 )
 
 

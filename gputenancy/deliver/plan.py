@@ -20,12 +20,12 @@ from gputenancy.assemble import output
 from gputenancy.caching import memo
 from gputenancy.common.findings import Finding, PipelineError, Severity
 from gputenancy.common.objects import ObjectKey
-from gputenancy.deliver import baseline, budgetdiff, budgets, fleetrisks, rename
+from gputenancy.deliver import baseline, budgetdiff, budgets, fleetrisks, fleetview, rename
 from gputenancy.deliver import risks as more_risks
 from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tree, compare, load_objects
 from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
 from gputenancy.inputs.spec import Model
-from gputenancy.policy import destinations, fleetquota, hami
+from gputenancy.policy import destinations, hami
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
 from gputenancy.policy.catalog import effective_catalog
 
@@ -412,7 +412,7 @@ def build(
         tuple(clusters),
         tuple(risks),
         tuple(sorted(findings)),
-        (*result.notes, *fleetquota.notes(result.model, effective_catalog(result.model), names)),
+        (*result.notes, *fleetview.notes(result.model, names)),
         grants,
         grant_diffs=grant_diffs,
         pools=pools,

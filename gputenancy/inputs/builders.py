@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from gputenancy.common.findings import Finding, Origin, PipelineError
-from gputenancy.inputs import amounts, hami, kueueinstall, multikueue, quantity
+from gputenancy.inputs import amounts, frameworks, hami, kueueinstall, multikueue, quantity
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import (
     DEFAULT_KUEUE_NAMESPACE,
@@ -325,6 +325,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
         tuple(namespaces.get("allowed", ())),
         hami=devices,
         kueue_manifests_url=d.get("kueueManifestsURL"),
+        frameworks=frameworks.build(doc, d.get("frameworks")),
     )
 
 
@@ -411,6 +412,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         if "argocd" in d
         else None,
         multikueue=multikueue.build(doc, d.get("multiKueue")),
+        frameworks=frameworks.build(doc, d.get("frameworks")),
     )
 
 

@@ -12,6 +12,7 @@ from gputenancy.common.findings import Origin
 from gputenancy.inputs import quantity
 from gputenancy.inputs.amount import Amount as Amount
 from gputenancy.inputs.document import Document
+from gputenancy.inputs.frameworks import Frameworks
 from gputenancy.inputs.hami import HamiBudget, HamiCapacity, HamiDevice, VgpuTemplate
 from gputenancy.inputs.multikueue import MultiKueue
 
@@ -151,6 +152,7 @@ class Platform:
     allowed_namespaces: tuple[str, ...] = ()  # tenantNamespaces.allowed: exempt from it
     hami: Mapping[str, HamiDevice] = dataclasses.field(default_factory=dict)
     kueue_manifests_url: str | None = None  # `schemas fetch` URL template ({version})
+    frameworks: Frameworks | None = None  # job frameworks installed on every cluster, unless it says
 
 
 DEFAULT_POD_REQUESTS = (("cpu", "100m"), ("memory", "128Mi"))
@@ -220,6 +222,7 @@ class Cluster:
     destination: Destination | None = None
     manifests: ManifestsInstall | None = None  # with install: manifests
     multikueue: MultiKueue | None = None  # a MultiKueue manager (gputenancy.inputs.fleet)
+    frameworks: Frameworks | None = None  # job frameworks installed here (else the platform's)
 
 
 @dataclasses.dataclass(frozen=True)

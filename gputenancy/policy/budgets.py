@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from gputenancy.common.findings import Finding
 from gputenancy.common.hints import did_you_mean
+from gputenancy.inputs import fleet
 from gputenancy.inputs.spec import Amount, FlavorBudget, Model
 from gputenancy.policy.catalog import Catalog, declared_budgets, err, placed_budgets
 
@@ -26,12 +27,21 @@ def flavor_unknown(model: Model, catalog: Catalog) -> Iterator[Finding]:
                 + did_you_mean(fb.flavor, model.platform.flavors),
             )
         elif fb.flavor not in {c.flavor for c in model.clusters[cluster].capacity}:
+            if (t.name, cluster) in model.summed_budgets:
+                continue  # a manager's sum of worker budgets: each worker reports its own
             offered = ", ".join(c.flavor for c in model.clusters[cluster].capacity)
+            managers = [m.name for m in fleet.fleets_of(model, cluster) if t.placed_on(m.name)]
             yield err(
                 fb.origin,
                 "flavor-unknown",
                 f"flavor {fb.flavor!r} is not offered on cluster {cluster!r} (offered: {offered}); set budgets.clusters.{cluster}"
-                + (" or take the cluster out of clusters:" if t.clusters else ""),
+                + (
+                    f" (a worker of MultiKueue manager {managers[0]!r}, whose quota stays the sum of the worker budgets)"
+                    if managers
+                    else " or take the cluster out of clusters:"
+                    if t.clusters
+                    else ""
+                ),
             )
     for c in model.clusters.values():
         for cap in c.capacity:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from gputenancy.common.findings import Finding, Origin, Severity
 from gputenancy.common.hints import did_you_mean
+from gputenancy.inputs import fleet
 from gputenancy.inputs.hami import human
 from gputenancy.inputs.quantity import ZERO, Quantity
 from gputenancy.inputs.spec import Cluster, Model, Tenant
@@ -16,13 +17,56 @@ from gputenancy.policy.catalog import Catalog
 
 def capacity(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """The nominal budgets of all tenants on a cluster fit its capacity, per flavor and resource
-    (a warning instead when the overlay sets overcommit: true).
+    (a warning instead when the overlay sets overcommit: true). On a MultiKueue manager (whose capacity
+    is the sum of its workers') only budgets declared for the manager are judged: a budget summed from
+    the workers' fits when each worker's does, and each worker judges its own (with its own overcommit).
 
     Passes: tenants budget 4 + 4 H100s on a cluster with 8.
     Fails: tenants budget 4 + 6 H100s on a cluster with 8.
     """
     for cluster in model.clusters.values():
-        yield from _capacity(model, cluster, catalog)
+        if cluster.multikueue is not None:
+            yield from _manager_capacity(model, cluster, catalog)
+        else:
+            yield from _capacity(model, cluster, catalog)
+
+
+def _fleet_default(model: Model, t: Tenant, worker: Cluster) -> str:
+    """For a budget taken from budgets.default on a worker of a fleet the tenant is on: how to change it
+    for that worker alone (the manager's quota follows, as the sum of the worker budgets)."""
+    if worker.name in t.cluster_budgets or t.default_budget is None:
+        return ""
+    managers = [m.name for m in fleet.fleets_of(model, worker.name) if t.placed_on(m.name)]
+    if not managers:
+        return ""
+    return (
+        f" (this is budgets.default: to change it for {worker.name!r} alone, set budgets.clusters.{worker.name}; "
+        f"the quota on MultiKueue manager {managers[0]!r} stays the sum of the worker budgets)"
+    )
+
+
+def _manager_capacity(model: Model, manager: Cluster, catalog: Catalog) -> Iterator[Finding]:
+    """Over the fleet's capacity on a manager: an error (a warning with the manager's overcommit: true)
+    at each budget declared under budgets.clusters.<manager> that counts toward it."""
+    have = capacity_by_flavor(manager, catalog)
+    sev = Severity.WARNING if manager.overcommit else Severity.ERROR
+    for key, used in sorted(usage_by_flavor(model, manager, catalog).items()):
+        parts = contributions(model, manager, catalog)[key]
+        declared = [p for p in parts if (p[0].name, manager.name) not in model.summed_budgets]
+        cap = have.get(key)
+        if not declared or (cap is not None and used <= cap[0]):
+            continue
+        room = f"capacity {cap[0].canonical()}" if cap is not None else "no capacity"
+        for t, q, o in declared:
+            yield o.finding(
+                "capacity",
+                f"{t.name}'s budget for MultiKueue manager {manager.name!r} ({q.canonical()} {key[1]} on flavor "
+                f"{key[0]!r}) brings the tenants' total there to {used.canonical()}, over the fleet's {room} "
+                f"(the sum of its workers'; {_who(parts, with_place=False)}): lower it, or remove "
+                f"budgets.clusters.{manager.name} so the manager holds the sum of {t.name}'s worker budgets"
+                + (" (overcommit allowed)" if manager.overcommit else ""),
+                sev,
+            )
 
 
 def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tuple[str, str], Quantity]:
@@ -134,7 +178,8 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
                         "capacity",
                         f"{t.name}'s nominal {_shown(q, unit)} {resource} on flavor {flavor!r} counts toward "
                         f"cluster {cluster.name!r}, where the tenants' total {total} "
-                        f"({cap[1].path}:{cap[1].line}; {_who(parts, unit=unit, with_place=False)}){note}",
+                        f"({cap[1].path}:{cap[1].line}; {_who(parts, unit=unit, with_place=False)}){note}"
+                        + _fleet_default(model, t, cluster),
                     )
             yield cap[1].finding(
                 "capacity",

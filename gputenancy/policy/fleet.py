@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gputenancy.common.findings import Finding
+from gputenancy.common.findings import Finding, Severity
 from gputenancy.inputs import fleet
 from gputenancy.inputs.multikueue import QUOTA_GATE
 from gputenancy.inputs.spec import Cluster, Model
@@ -209,9 +209,12 @@ def fleet_claim_template(model: Model, catalog: Catalog) -> Iterator[Finding]:
     (`excludedWorkers: {gpu-east: <why>}`: its copies wait there, another worker must admit them); an
     exclusion names a worker of a manager the template is offered on, and one the template is not on.
 
+    At least one worker is not excluded: a template no worker offers would hold the manager's quota.
+
     Passes: `clusters: [gpu-fleet, gpu-west, gpu-east]` (or no `clusters`) on a fleet tenant's template;
     `clusters: [gpu-fleet, gpu-west]` with `excludedWorkers: {gpu-east: no H100 there}`.
-    Fails: `clusters: [gpu-fleet, gpu-west]` while gpu-fleet also dispatches to gpu-east.
+    Fails: `clusters: [gpu-fleet, gpu-west]` while gpu-fleet also dispatches to gpu-east; every worker
+    excluded.
     """
     for t in model.tenants:
         for ct in t.claim_templates:
@@ -223,6 +226,16 @@ def fleet_claim_template(model: Model, catalog: Catalog) -> Iterator[Finding]:
                 names = [w.name for w in fleet.workers_of(model, manager)]
                 workers.update(names)
                 missing = [w for w in names if ct not in claims_on(t, w) and w not in excluded]
+                if names and all(w in excluded for w in names):
+                    yield err(
+                        ct.origin,
+                        "fleet-claim-template",
+                        f"claim template {ct.name!r} of {t.name!r} is offered on manager {manager.name!r} but "
+                        f"excluded on every one of its workers ({', '.join(names)}): a job using it would hold "
+                        "the manager's quota and never run; offer it on a worker or remove the manager from "
+                        "its clusters",
+                    )
+                    continue
                 if missing:
                     yield err(
                         ct.origin,
@@ -277,3 +290,40 @@ def _k8s_skew(a: Cluster, b: Cluster) -> int | None:
     if pa is None or pb is None:
         return None
     return abs(pa[1] - pb[1]) if pa[0] == pb[0] else 99
+
+
+def fleet_quota_unclaimed(model: Model, catalog: Catalog) -> Iterator[Finding]:
+    """(warning) A tenant with device quota on a MultiKueue manager offers a claim template there that
+    uses it: a job asks for DRA devices through a claim template in its namespace, so without one on the
+    manager no job submitted to the fleet can use the tenant's fleet quota (it is held for nothing).
+
+    Passes: a fleet tenant budgeting gpu.nvidia.com with a template of that class on the manager.
+    Fails: a fleet tenant whose templates all say `clusters: [prod]`.
+    """
+    for manager in fleet.managers(model):
+        for t in model.tenants_on(manager.name):
+            budgeted = {
+                entry.resource: name
+                for fb in t.budget_for(manager.name) or ()
+                for name, _ in fb.devices
+                if (entry := catalog.classes.get(name)) is not None
+            }
+            claimed = {
+                entry.resource
+                for ct in claims_on(t, manager.name)
+                if (entry := catalog.classes.get(ct.device_class)) is not None
+            }
+            unused = sorted(r for r in budgeted if r not in claimed)
+            if not unused:
+                continue
+            where = t.origin
+            if t.clusters is not None and manager.name in t.clusters:
+                where = dict(zip(t.clusters, t.cluster_origins, strict=False)).get(manager.name, t.origin)
+            yield where.finding(
+                "fleet-quota-unclaimed",
+                f"tenant {t.name!r} has {', '.join(unused)} quota on MultiKueue manager {manager.name!r} but no "
+                f"claim template offered there uses it, so no job submitted to the fleet can ask for those "
+                f"devices: offer a template of {', '.join(sorted({budgeted[r] for r in unused}))} on "
+                f"{manager.name!r} and its workers (claimTemplates[].clusters), or budget no such devices there",
+                Severity.WARNING,
+            )

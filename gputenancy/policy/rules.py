@@ -20,6 +20,7 @@ from gputenancy.policy import (
     devices,
     draquota,
     fleet,
+    frameworks,
     hami,
     placement,
     versionrules,
@@ -70,6 +71,8 @@ RULES: dict[str, Rule] = {
     "fleet-quota-automation": fleet.fleet_quota_automation,
     "fleet-claim-template": fleet.fleet_claim_template,
     "fleet-budget": fleet.fleet_budget,
+    "framework-unknown": frameworks.framework_unknown,
+    "fleet-quota-unclaimed": fleet.fleet_quota_unclaimed,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

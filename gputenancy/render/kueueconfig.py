@@ -1,6 +1,7 @@
 """The merged Kueue manager Configuration of one cluster: base config + overlay changes + feature gates
 + deviceClassMappings built from the device classes that tenants on the cluster use + the resource
-transformations of classic HAMi vGPUs (`gputenancy.render.hami`).
+transformations of classic HAMi vGPUs (`gputenancy.render.hami`), with `integrations.frameworks` kept to
+the job frameworks the cluster has installed (`gputenancy.inputs.frameworks`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any
 
 import yaml
 
-from gputenancy.common.findings import Finding, Origin
+from gputenancy.common.findings import Finding, Origin, Severity
 from gputenancy.common.objects import FieldPath, longest_origin
+from gputenancy.inputs import frameworks as installed_frameworks
 from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.policy.catalog import Catalog, classes_used
 from gputenancy.render import hami, multikueue
@@ -118,6 +120,7 @@ def build(model: Model, cluster: Cluster, catalog: Catalog) -> tuple[KueueConfig
 
     _record_all(base_doc.data, (), origins, base_origin)
     body = deep_merge(base_doc.data, cluster.config_overrides, origins, overlay_origin)
+    findings.extend(_installed_only(model, cluster, body, origins, overlay_origin))
 
     if cluster.feature_gates:
         gates = dict(body.get("featureGates") or {})
@@ -165,6 +168,71 @@ def build(model: Model, cluster: Cluster, catalog: Catalog) -> tuple[KueueConfig
             origins[("multiKueue", key)] = cluster.multikueue.origin
     config = KueueConfig(cluster.name, body, origins, base_doc.origin())
     return config, findings
+
+
+FRAMEWORKS: FieldPath = ("integrations", "frameworks")
+RULE_NOT_INSTALLED = "framework-not-installed"
+
+
+def _installed_only(
+    model: Model,
+    cluster: Cluster,
+    body: dict[str, Any],
+    origins: dict[FieldPath, Origin],
+    overlay_origin: Any,
+) -> list[Finding]:
+    """Keep in `integrations.frameworks` the frameworks `cluster` has installed (all where it declares
+    nothing), renumbering their origins. Each one left out is said at the line that enables it: a note
+    when the platform's Configuration enables it for every cluster, a warning when the cluster's own
+    `kueue.config` does (the same file says it is missing)."""
+    integrations = body.get("integrations")
+    enabled = integrations.get("frameworks") if isinstance(integrations, Mapping) else None
+    if not isinstance(integrations, Mapping) or not isinstance(enabled, list):
+        return []
+    from_overlay = FRAMEWORKS in origins and (*FRAMEWORKS, 0) not in origins
+    places = [
+        overlay_origin((*FRAMEWORKS, i))
+        if from_overlay
+        else longest_origin(origins, (*FRAMEWORKS, i), Origin(""))
+        for i in range(len(enabled))
+    ]
+    have = installed_frameworks.installed(model.platform, cluster)
+    kept = [
+        (n, o)
+        for n, o in zip(enabled, places, strict=True)
+        if have is None or not isinstance(n, str) or have.has(n)
+    ]
+    body["integrations"] = {**dict(integrations), "frameworks": [name for name, _ in kept]}
+    for stale in [k for k in origins if k[: len(FRAMEWORKS)] == FRAMEWORKS and len(k) > len(FRAMEWORKS)]:
+        del origins[stale]
+    for i, (_, origin) in enumerate(kept):  # each item at its own line, also when an overlay wrote the list
+        origins[(*FRAMEWORKS, i)] = origin
+    found: list[Finding] = []
+    for name, here in zip(enabled, places, strict=True):
+        if have is None or not isinstance(name, str) or have.has(name):
+            continue
+        fix = (
+            f"install it there and add {name!r} to that list, or remove it from kueue.config.integrations.frameworks"
+            if from_overlay
+            else f"install it there and add {name!r} to that list if jobs of that kind should run on {cluster.name!r}"
+        )
+        found.append(
+            here.finding(
+                RULE_NOT_INSTALLED,
+                f"{name!r} is enabled here but not installed on cluster {cluster.name!r} (frameworks at "
+                f"{have.where}): left out of its Kueue Configuration; {fix}",
+                Severity.WARNING if from_overlay else Severity.NOTE,
+            )
+        )
+    return found
+
+
+def framework_origin(config: KueueConfig, framework: str) -> Origin | None:
+    """Where `framework` of the Configuration's `integrations.frameworks` is enabled (None: it is not)."""
+    enabled = (config.body.get("integrations") or {}).get("frameworks") or []
+    if framework not in enabled:
+        return None
+    return config.origin_of((*FRAMEWORKS, enabled.index(framework)))
 
 
 def _record_all(data: Any, path: FieldPath, origins: dict[FieldPath, Origin], origin_of: Any) -> None:

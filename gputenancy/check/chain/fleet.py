@@ -26,9 +26,11 @@ from gputenancy.check.chain.builtview import (
 from gputenancy.common.findings import Finding
 from gputenancy.common.objects import RenderedObject
 from gputenancy.inputs import fleet
+from gputenancy.inputs import frameworks as installed_frameworks
 from gputenancy.inputs.multikueue import CONTROLLER
 from gputenancy.inputs.spec import Model
 from gputenancy.policy.catalog import Catalog
+from gputenancy.render import kueueconfig
 
 PROVISIONING = "kueue.x-k8s.io/provisioning-request"
 FleetRule = Callable[[View, Sequence[View]], Iterator[Finding]]
@@ -120,25 +122,41 @@ def claim_twin(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
 
 @_rule("fleet-mappings")
 def mappings_both_sides(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
-    """The `deviceClassMappings` of a MultiKueue manager's Configuration are on every worker too, with the
-    same quota names (unmapped on the manager: never dispatched; unmapped on a worker: the copy is
-    Inadmissible there while the manager holds the quota).
+    """The `deviceClassMappings` a MultiKueue manager's claim templates need are on every worker they
+    are dispatched to, with the same quota names (unmapped on the manager: never dispatched; unmapped on
+    a worker: the copy is Inadmissible there while the manager holds the quota). A worker the tenant
+    excludes for a template (`excludedWorkers`: a fleet of mixed hardware, MIG on one worker only) needs
+    no mapping for it. The finding sits in the worker's file, where the fix is.
 
-    Passes: nvidia.com/gpu <- gpu.nvidia.com on the manager and each worker.
+    Passes: nvidia.com/gpu <- gpu.nvidia.com on the manager and each worker; a MIG mapping on the manager
+    and one worker, its templates excluded on the other.
     Fails: a worker whose kueue.config replaces resources.deviceClassMappings without gpu.nvidia.com.
     """
-    config, source = kueue_configuration(manager)
-    wanted = mappings(config)
+    wanted = mappings(kueue_configuration(manager)[0])
+    templates = manager.of(DRA, "ResourceClaimTemplate")
     for w in workers:
-        theirs = mappings(kueue_configuration(w)[0])
-        missing = sorted(f"{cls} -> {res}" for cls, res in wanted.items() if theirs.get(cls) != res)
-        if missing:
-            origin = w.cluster.document.origin("kueue") if source is None else source.origin
-            yield origin.finding(
-                "fleet-mappings",
-                f"worker {w.cluster.name!r} of manager {manager.cluster.name!r} lacks the deviceClassMappings "
-                f"{', '.join(missing)}: the manager's mappings must be in every worker's Configuration",
-            )
+        needed = {_request(rct)[0] for rct in templates if not _excluded(rct, w.cluster.name)}
+        config, holder = kueue_configuration(w)
+        theirs = mappings(config)
+        missing = sorted(
+            f"{cls} -> {res}" for cls, res in wanted.items() if cls in needed and theirs.get(cls) != res
+        )
+        if not missing:
+            continue
+        overrides = (w.cluster.config_overrides.get("resources") or {}).get("deviceClassMappings")
+        if overrides is not None:
+            origin = w.cluster.document.origin("kueue", "config", "resources", "deviceClassMappings")
+            fix = "add them to the deviceClassMappings its kueue.config writes, or remove that list"
+        else:
+            origin = holder.origin if holder is not None else w.cluster.document.key_origin("kueue")
+            fix = "keep its Configuration's deviceClassMappings as rendered"
+        yield origin.finding(
+            "fleet-mappings",
+            f"worker {w.cluster.name!r} of manager {manager.cluster.name!r} lacks the deviceClassMappings "
+            f"{', '.join(missing)}, which claim templates dispatched to it need (a copy would be Inadmissible "
+            f"there while the manager holds the quota): {fix}; or, if {w.cluster.name!r} has no such devices, "
+            "exclude it for those templates (excludedWorkers)",
+        )
 
 
 @_rule("fleet-admission-check")
@@ -177,6 +195,50 @@ def one_check(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
                     f"ClusterQueue {cq.name!r} on worker {w.cluster.name!r} names the manager's admission check; "
                     "worker queues admit dispatched jobs without one (the check would leave the queue inactive)",
                 )
+
+
+@_rule("fleet-frameworks")
+def frameworks_on_workers(manager: View, workers: Sequence[View]) -> Iterator[Finding]:
+    """Every job framework a MultiKueue manager's Configuration enables (`integrations.frameworks`) is
+    installed on every worker (`frameworks:` of the worker's overlay, else of base/platform.yaml): the
+    manager watches the kind of each enabled framework on each worker, and a worker without one CRD
+    fails its connection for all kinds (MultiKueueCluster `ClientConnectionFailed`, `no matches for kind
+    "RayCluster" in version "ray.io/v1"`); with no worker connected the AdmissionCheck is
+    `NoUsableClusters` and every manager queue inactive. Kinds built into Kubernetes (`batch/job`,
+    `pod`, `deployment`, `statefulset`) are always there. The finding sits at the line that enables the
+    framework for the manager.
+
+    Passes: the manager enables `batch/job` and `jobset.x-k8s.io/jobset`, each worker declares
+    `frameworks: [batch/job, jobset.x-k8s.io/jobset]`.
+    Fails: base/kueue-config.yaml enables `ray.io/raycluster` for the manager and a worker's
+    `frameworks` lacks it, or a worker declares no frameworks at all.
+    """
+    config, holder = kueue_configuration(manager)
+    enabled = ((config or {}).get("integrations") or {}).get("frameworks") or []
+    rendered, _ = kueueconfig.build(manager.model, manager.cluster, manager.catalog)
+    for name in dict.fromkeys(f for f in enabled if isinstance(f, str)):
+        if not installed_frameworks.needs_crd(name):
+            continue
+        lacking: list[str] = []
+        for w in workers:
+            have = installed_frameworks.installed(w.model.platform, w.cluster)
+            if have is None:
+                lacking.append(f"{w.cluster.name} (declares no frameworks: add them to {w.cluster.path})")
+            elif not have.has(name):
+                lacking.append(f"{w.cluster.name} ({have.where})")
+        if not lacking:
+            continue
+        where = kueueconfig.framework_origin(rendered, name)
+        if where is None:
+            where = holder.origin if holder is not None else manager.cluster.document.key_origin("kueue")
+        yield where.finding(
+            "fleet-frameworks",
+            f"MultiKueue manager {manager.cluster.name!r} enables {name!r}, which is not installed on its "
+            f"worker(s) {', '.join(lacking)}: the manager could not connect to them (ClientConnectionFailed, "
+            "no matches for that kind) and its queues would admit nothing; install it on those workers and "
+            "add it to their frameworks, or leave it out of the manager's Configuration "
+            f"(kueue.config.integrations.frameworks in {manager.cluster.path}, or the manager's frameworks)",
+        )
 
 
 def _excluded(rct: Built, worker: str) -> bool:
