@@ -297,10 +297,10 @@ def adopt(root: Path, valid: Validate = validate) -> Adopted:
         )
     source, model = added
     say(f"added cluster {staging} (a copy of overlays/{source}) and tenant {team} on {source} and {staging}")
-    fixed = {model, root / "tenants" / f"{team}.yaml"}
+    added_file = root / "tenants" / f"{team}.yaml"
     lowered = changed = None
     for path in sorted((root / "tenants").glob("*.yaml")):
-        if path in fixed:
+        if path == added_file:
             continue
         for spot in lowerable(_load(path)):
             tenant = _load(path)
@@ -313,7 +313,7 @@ def adopt(root: Path, valid: Validate = validate) -> Adopted:
         if lowered:
             break
     say(f"lowered {lowered}" if lowered else "no budget can be lowered by one with the repository valid")
-    others = [p for p in sorted((root / "tenants").glob("*.yaml")) if p not in fixed | {changed}]
+    others = [p for p in sorted((root / "tenants").glob("*.yaml")) if p not in {model, added_file, changed}]
     removed = None
     if len(others) >= 2:  # a team leaves: its budgets are removed with its file
         for path in reversed(others):
