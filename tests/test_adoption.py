@@ -24,6 +24,7 @@ def _tool() -> ModuleType:
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
@@ -98,9 +99,58 @@ def test_the_added_cluster_and_tenant_take_names_nobody_uses(
     assert main(["--root", str(root), "--no-cache", "render"]) == 0, capsys.readouterr().out
     names = tool._names(root)
     assert {"staging", "adopted-team", "adopted-team-2"} <= names
-    cluster, team = tool.adopt(root)
-    assert (cluster, team) == ("staging-2", "adopted-team-3")
+    adopted = tool.adopt(root)
+    assert (adopted.cluster, adopted.team) == ("staging-2", "adopted-team-3")
     assert trees.read(root, "overlays/staging-2/cluster.yaml")["name"] == "staging-2"
     assert trees.read(root, "tenants/adopted-team-3.yaml")["clusters"][-1] == "staging-2"
     assert main(["--root", str(root), "--no-cache", "render"]) == 0, capsys.readouterr().out
     assert (root / "generated" / "staging-2").is_dir() and (root / "generated" / "staging").is_dir()
+
+
+def test_a_budget_the_claims_need_is_left_and_the_next_one_lowered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ordinary adoption: a copy of `lab` as `staging`, and `newteam` copied from `sandbox` and placed
+    there, with its 1-GPU budget and its 1-GPU claim template. newteam's GPU is the first count the
+    check could lower; at 0 the claim fits no flavor (claim-admissible), so the check leaves it, lowers
+    the next one, and the repository still validates."""
+    tool = _tool()
+    root = trees.example(tmp_path, generated=False)
+    shutil.copytree(root / "overlays" / "lab", root / "overlays" / "staging")
+    trees.edit(
+        root, "overlays/staging/cluster.yaml", lambda c: c.update(name="staging", argocd={"name": "staging"})
+    )
+    body = trees.read(root, "tenants/sandbox.yaml")
+    body.update(name="newteam", owners=["@acme/newteam"], clusters=["staging"], namespaces=["newteam"])
+    trees.write(root, "tenants/newteam.yaml", body)
+    assert tool.validate(root) == []
+    assert sorted((root / "tenants").glob("*.yaml"))[0].name == "newteam.yaml"  # the first candidate
+    adopted = tool.adopt(root)
+    assert tool.validate(root) == []
+    assert trees.read(root, "tenants/newteam.yaml")["budgets"] == body["budgets"]
+    out = capsys.readouterr().out
+    assert "not lowering tenants/newteam.yaml: budgets.default[0].devices.gpu.nvidia.com: 1 -> 0" in out
+    assert "(claim-admissible)" in out
+    assert adopted.lowered is not None and adopted.lowered.startswith("tenants/nlp.yaml: "), out
+    assert f"adoption check: lowered {adopted.lowered}" in out
+    assert adopted.removed is not None and not (root / adopted.removed).exists()
+
+
+def test_an_edit_that_breaks_the_repository_is_undone(tmp_path: Path) -> None:
+    """attempt() keeps an edit the repository validates with, and puts back every file an edit that
+    breaks it changed, added or removed (tenants and overlays)."""
+    tool = _tool()
+    root = trees.example(tmp_path, generated=False)
+    before = {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    def breaking() -> None:
+        (root / "tenants" / "vision.yaml").unlink()
+        trees.write(root, "tenants/extra.yaml", {"kind": "Tenant"})
+        trees.edit(root, "tenants/nlp.yaml", lambda t: t.update(namespaces=["speech"]))
+        shutil.copytree(root / "overlays" / "lab", root / "overlays" / "copy")
+
+    errors = tool.attempt(root, breaking, tool.validate)
+    assert errors, "the edit breaks the repository"
+    assert {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()} == before
+    assert tool.attempt(root, (root / "tenants" / "vision.yaml").unlink, tool.validate) == []
+    assert not (root / "tenants" / "vision.yaml").exists()

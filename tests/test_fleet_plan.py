@@ -82,3 +82,43 @@ def test_plan_names_the_risks_of_a_worker_joining_and_leaving(
     doc = _plan(root, capsys, "--allow-delete")  # nlp's queues leave w2 with the fleet
     (left,) = [r for r in doc["risks"] if r["risk"] == "fleet-worker-removed"]
     assert left["subject"] == "MultiKueueCluster w2" and "drain it first" in left["message"]
+
+
+def test_two_fleets_each_list_their_own_tenants_and_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mgr (w1, w2) with nlp and speech, mgr2 (w3) with asr: each fleet's section holds its own rows,
+    each tenant's lines only its own quotas, and the markdown table the columns of its own workers."""
+    clusters = [
+        fleetrepo.manager(),
+        fleetrepo.manager("mgr2", workers=["w3"], origin="fleet-2"),
+        *(fleetrepo.worker(w) for w in ("w1", "w2", "w3")),
+    ]
+    asr = fleetrepo.tenant("asr", {"w3": 3}, on=("mgr2",))
+    root = fleetrepo.write(tmp_path, clusters=clusters, tenants=[*fleetrepo.TEAMS, asr])
+    text = budgets(root, capsys, "text")
+    sum_ = "(manager quota: the sum of its workers' quotas):"
+    assert text[text.index("fleet mgr (") :].splitlines() == [
+        "fleet mgr (MultiKueue manager of w1, w2):",
+        f"  nlp {sum_}",
+        "    cpu: manager 4 = w1 2 + w2 2",
+        "    memory: manager 16Gi = w1 8Gi + w2 8Gi",
+        "    nvidia.com/gpu: manager 6 = w1 4 + w2 2",
+        f"  speech {sum_}",
+        "    cpu: manager 4 = w1 2 + w2 2",
+        "    memory: manager 16Gi = w1 8Gi + w2 8Gi",
+        "    nvidia.com/gpu: manager 6 = w1 2 + w2 4",
+        "fleet mgr2 (MultiKueue manager of w3):",
+        f"  asr {sum_}",
+        "    cpu: manager 2 = w3 2",
+        "    memory: manager 8Gi = w3 8Gi",
+        "    nvidia.com/gpu: manager 3 = w3 3",
+    ]
+    markdown = budgets(root, capsys, "markdown")
+    second = markdown[markdown.index("### Fleet mgr2") :].splitlines()
+    assert second[2:5] == [
+        "| tenant | resource | mgr2 | w3 | manager quota |",
+        "| --- | --- | ---: | ---: | --- |",
+        "| asr | cpu | 2 | 2 | the sum of its workers' quotas |",
+    ]
+    assert not any(line.startswith(("| nlp ", "| speech ")) for line in second)

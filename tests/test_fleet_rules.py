@@ -322,3 +322,73 @@ def test_hami_vgpus_in_a_fleet_tenants_worker_budget_are_refused(tmp_path: Path)
         "tenant 'serving' budgets HAMi vGPUs on 'site', a worker of MultiKueue manager 'mgr'" in hit.message
     )
     at(hit, root, "tenants/serving.yaml", "hami:")
+
+
+@pytest.mark.parametrize(
+    ("manager", "worker", "refused"),
+    [
+        ("1.35", "1.34", False),
+        ("1.35", "1.36", False),
+        ("1.35", "1.37", True),
+        ("1.36", "1.34", True),
+    ],
+)
+def test_kubernetes_one_minor_from_the_manager_passes_and_two_are_refused(
+    tmp_path: Path, manager: str, worker: str, refused: bool
+) -> None:
+    """The skew limit at its boundary, on both sides of the manager: a worker one minor below or above
+    passes, two minors above or below is refused."""
+    mgr = fleetrepo.manager()
+    mgr["kubernetesVersion"] = manager
+    w2 = repokit.cluster("w2", (fleetrepo.worker("w2")["capacity"][0],), kubernetes=worker)
+    w1 = repokit.cluster("w1", (fleetrepo.worker("w1")["capacity"][0],), kubernetes=manager)
+    root = fleetrepo.write(tmp_path, clusters=[mgr, w1, w2])
+    hits = [f for f in model_findings(root) if f.rule == "fleet-versions"]
+    if not refused:
+        assert hits == []
+        return
+    hit = one(hits, "fleet-versions")
+    assert f"worker 'w2' runs Kubernetes {worker}, manager 'mgr' {manager}" in hit.message
+    assert "at most 1 minor version apart" in hit.message
+    at(hit, root, MGR, "- w2")
+
+
+def test_twins_are_matched_by_namespace_and_name(tmp_path: Path) -> None:
+    """nlp has the LocalQueue nlp and the claim template gpu-x2 in two namespaces. On w2, the ones in
+    nlp-serve are deleted: the same names still exist there in nlp-train, which is not a twin."""
+    root = fleetrepo.write(tmp_path)
+    component(
+        root,
+        "w2",
+        """\
+        patches:
+          - target: {kind: LocalQueue, namespace: nlp-serve}
+            patch: |-
+              $patch: delete
+              apiVersion: kueue.x-k8s.io/v1beta2
+              kind: LocalQueue
+              metadata: {name: nlp, namespace: nlp-serve}
+          - target: {kind: ResourceClaimTemplate, namespace: nlp-serve}
+            patch: |-
+              $patch: delete
+              apiVersion: resource.k8s.io/v1
+              kind: ResourceClaimTemplate
+              metadata: {name: gpu-x2, namespace: nlp-serve}
+        """,
+    )
+    result = engine.run(root, cache=None)
+    on_w2 = {
+        (o.body["kind"], o.body["metadata"]["namespace"], o.body["metadata"]["name"])
+        for o in result.clusters["w2"].objects
+        if o.body["kind"] in ("LocalQueue", "ResourceClaimTemplate")
+    }
+    assert ("LocalQueue", "nlp-train", "nlp") in on_w2 and ("LocalQueue", "nlp-serve", "nlp") not in on_w2
+    assert ("ResourceClaimTemplate", "nlp-train", "gpu-x2") in on_w2
+    assert ("ResourceClaimTemplate", "nlp-serve", "gpu-x2") not in on_w2
+    found = [f for f in result.findings if f.rule.startswith("fleet-")]
+    queue = one(found, "fleet-queue-twin")
+    assert "LocalQueue nlp-serve/nlp on manager 'mgr' has no twin on worker 'w2'" in queue.message
+    claim = one(found, "fleet-claim-twin")
+    assert (
+        "ResourceClaimTemplate nlp-serve/gpu-x2 of manager 'mgr' is missing on worker 'w2'" in claim.message
+    )

@@ -204,6 +204,29 @@ def test_the_pr_comment_draws_each_changed_gpu_pool_before_and_after(
     assert md.index("### Pools: who holds what") < md.index("### Changes")
 
 
+def test_a_capacity_change_alone_is_drawn_in_the_pr_comment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No budget changes, only prod's H100 count: that pool is drawn before and after (its free slice
+    grows), and no other pool is."""
+    root = example(tmp_path)
+    trees.replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 16 ", "gpu.nvidia.com: 20 ")
+    code, md = plan(root, capsys, "--against", "HEAD", "--format", "markdown")
+    assert code == 2, md
+    before, after = mermaid_blocks(md)
+    assert before.splitlines()[0] == "pie showData title prod h100 nvidia.com/gpu before: 16 of 16"
+    assert after.splitlines() == [
+        "pie showData title prod h100 nvidia.com/gpu after: 16 of 20",
+        '    "nlp" : 6',
+        '    "speech" : 2',
+        '    "vision" : 8',
+        '    "free" : 4',
+    ]
+    trees.replace(root, "overlays/prod/cluster.yaml", "gpu.nvidia.com: 20 ", "gpu.nvidia.com: 16 ")
+    code, md = plan(root, capsys, "--against", "HEAD", "--format", "markdown")
+    assert mermaid_blocks(md) == []  # back as committed: nothing to draw
+
+
 def test_hami_grants_in_the_plan_read_in_gib_and_percent(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -247,6 +270,32 @@ def test_a_pool_over_capacity_has_no_free_slice_and_says_by_how_much() -> None:
     same = budgetdiff.PoolDiff("prod", "h100", "nvidia.com/gpu", before, before)
     cpu = budgetdiff.PoolDiff("prod", "h100", "cpu", before, after)
     assert poolchart.pies([same, cpu]) == []  # unchanged pools and cpu are not drawn
+
+
+def test_pies_leave_out_empty_shares_and_stop_at_the_chart_limit() -> None:
+    """A tenant holding nothing of a pool gets no slice; exactly MAX_CHARTS changed pools are all drawn
+    with no note, one more is left to the tables and said so."""
+    from gputenancy.deliver import budgetdiff, budgets, poolchart
+    from gputenancy.inputs.quantity import parse
+
+    def diff(flavor: str) -> budgetdiff.PoolDiff:
+        def pool(capacity: int) -> budgets.Pool:
+            grants = tuple(
+                budgets.Grant("prod", t, flavor, "nvidia.com/gpu", parse(n), None, None, None, parse(n))
+                for t, n in (("a", 4), ("idle", 0))
+            )
+            return budgets.Pool("prod", flavor, "nvidia.com/gpu", parse(capacity), parse(4), grants)
+
+        return budgetdiff.PoolDiff("prod", flavor, "nvidia.com/gpu", pool(8), pool(6))
+
+    limit = poolchart.MAX_CHARTS
+    full = [diff(f"f{i:02}") for i in range(limit)]
+    assert [label for label, _ in poolchart.pies(full)[0].slices] == ["a", "free"]  # no "idle"
+    md = "\n".join(poolchart.markdown(full))
+    assert md.count("```mermaid") == 2 * limit and "more changed pools" not in md
+    md = "\n".join(poolchart.markdown([*full, diff("f99")]))
+    assert md.count("```mermaid") == 2 * limit and "prod f99" not in md
+    assert "_1 more changed pools are in the tables above._" in md
 
 
 def test_the_inputs_before_are_read_again_only_when_the_change_touches_them(tmp_path: Path) -> None:

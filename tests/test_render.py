@@ -251,6 +251,36 @@ def test_mapping_in_the_configuration_conflicting_with_the_catalog(tmp_path: Pat
     )
 
 
+def test_a_base_mapping_duplicating_the_catalogs_under_the_same_quota_name_is_reported(
+    tmp_path: Path,
+) -> None:
+    """base/kueue-config.yaml maps gpu.nvidia.com to nvidia.com/gpu, exactly as the catalog does: the
+    class would be mapped twice, so it is reported at the base file; a mapping of a class no tenant on
+    the cluster uses is left alone."""
+    root = trees.example(tmp_path, generated=False)
+
+    def mapped(*classes: str) -> None:
+        trees.edit(
+            root,
+            "base/kueue-config.yaml",
+            lambda d: d.update(
+                resources={
+                    "deviceClassMappings": [{"name": "nvidia.com/gpu", "deviceClassNames": list(classes)}]
+                }
+            ),
+        )
+
+    mapped("gpu.nvidia.com")
+    result = engine.run(root, cluster="prod", kustomize=False, cache=None)
+    (finding,) = [f for f in result.findings if f.rule == "mapping-conflict"]
+    assert finding.path == "base/kueue-config.yaml" and finding.line > 0
+    assert "'gpu.nvidia.com' is mapped in the Kueue configuration as 'nvidia.com/gpu'" in finding.message
+    assert "base/platform.yaml:" in finding.message and "as 'nvidia.com/gpu';" in finding.message
+    mapped("other.example.com")
+    result = engine.run(root, cluster="prod", kustomize=False, cache=None)
+    assert [f for f in result.findings if f.rule == "mapping-conflict"] == []
+
+
 def test_unknown_feature_gate_for_the_clusters_kueue_version(tmp_path: Path) -> None:
     root = trees.example(tmp_path, generated=False)
     trees.edit(

@@ -56,3 +56,36 @@ def test_inputs_with_errors_write_nothing(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert re.search(r"^tenants/vision\.yaml:\d+:\d+: error: .*\(cohort-unknown\)$", out, re.M), out
     assert "Traceback" not in out and not page.exists()
+
+
+def test_a_draining_tenant_reaches_nothing_and_the_rule_sits_at_the_capacity() -> None:
+    """The capacity rule is drawn at the declared capacity (16), not at the sum of the budgets (10), and
+    only when a capacity is declared; a draining tenant's reach bar is empty, another's is its reach."""
+    from gputenancy.inputs.quantity import parse
+
+    def grant(tenant: str, n: int, reach: int, *, draining: bool = False) -> budgets.Grant:
+        return budgets.Grant(
+            "prod",
+            tenant,
+            "h100",
+            "nvidia.com/gpu",
+            parse(n),
+            None,
+            None,
+            "research",
+            parse(reach),
+            draining=draining,
+        )
+
+    grants = (grant("a", 6, 10), grant("b", 4, 8, draining=True))
+    pool = budgets.Pool("prod", "h100", "nvidia.com/gpu", parse(16), parse(10), grants)
+    assert [(r["tenant"], r["nominal"], r["reach"]) for r in htmlreport.rows(pool)] == [
+        ("a", 6.0, 10.0),
+        ("b", 4.0, 0.0),
+    ]
+    chart = htmlreport.spec(pool)
+    layers = chart["layer"]
+    assert len(layers) == 3 and layers[2]["mark"]["type"] == "rule"
+    assert chart["datasets"][layers[2]["data"]["name"]] == [{"capacity": 16.0}]
+    undeclared = budgets.Pool("prod", "h100", "nvidia.com/gpu", None, parse(10), grants)
+    assert len(htmlreport.spec(undeclared)["layer"]) == 2

@@ -1,7 +1,8 @@
 """The fixed list of mutants of tools/mutate.py: one small deliberate bug each in a core behaviour.
 This file holds the record and the mutants of the model, the Configuration merge, cache keys,
 quantities and webhook rules; tools/mutants_delivery.py those of plan, publish, writes, input limits,
-the claim chain per cluster, what people read and signals. `MUTANTS` is both, in that order.
+the claim chain per cluster, what people read and signals; tools/mutants_fleet.py those of the fleet,
+the hub and what a review shows. `MUTANTS` is all three, in that order.
 
 Each mutant names its file, the exact source text it changes (found once, or the run stops) and the
 replacement, the tests that concern it (pytest paths or node ids, run with -x), and what it breaks.
@@ -365,7 +366,9 @@ CORE: tuple[Mutant, ...] = (
 
 
 def all_mutants() -> tuple[Mutant, ...]:
-    """CORE, then the delivery mutants of tools/mutants_delivery.py."""
+    """CORE, then the delivery mutants of tools/mutants_delivery.py, then those of the fleet, the hub
+    and what a review shows (tools/mutants_fleet.py)."""
     from mutants_delivery import DELIVERY
+    from mutants_fleet import FLEET
 
-    return (*CORE, *DELIVERY)
+    return (*CORE, *DELIVERY, *FLEET)
