@@ -77,7 +77,7 @@ def undeclared_ignored(config: Mapping[str, Any] | None, view: View) -> bool:
     return bool(effective.get("QuotaCheckStrategy", False))
 
 
-def _excluded(config: Mapping[str, Any] | None) -> tuple[str, ...]:
+def excluded_prefixes(config: Mapping[str, Any] | None) -> tuple[str, ...]:
     resources = (config or {}).get("resources") or {}
     prefixes = resources.get("excludeResourcePrefixes") if isinstance(resources, dict) else None
     return tuple(p for p in prefixes or [] if isinstance(p, str))
@@ -91,12 +91,14 @@ def _pod_requests(view: View) -> list[tuple[str, Quantity, Origin]]:
     return [(name, parse(amount), origin) for name, amount in DEFAULT_POD_REQUESTS]
 
 
-Transformation = tuple[str, bool, tuple[tuple[str, Quantity], ...]]  # input, retained, outputs per unit
+Transformation = tuple[str, bool, tuple[tuple[str, Quantity], ...], str]
+"""input, retained (strategy Retain), outputs per unit, multiplyBy ("" for none)"""
 
 
-def _transformations(config: Mapping[str, Any] | None) -> tuple[Transformation, ...]:
+def config_transformations(config: Mapping[str, Any] | None) -> tuple[Transformation, ...]:
     """`resources.transformations` of the Kueue Configuration: what Kueue charges instead of (Replace, the
-    default) or besides (Retain) an input resource."""
+    default) or besides (Retain) an input resource, per unit of the input (times the `multiplyBy`
+    resource where the pod asks for it)."""
     resources = (config or {}).get("resources") or {}
     out: list[Transformation] = []
     for t in resources.get("transformations") or [] if isinstance(resources, dict) else []:
@@ -108,23 +110,39 @@ def _transformations(config: Mapping[str, Any] | None) -> tuple[Transformation, 
             if isinstance(outputs, dict)
             else ()
         )
-        out.append((t["input"], t.get("strategy", "Retain") == "Retain", per_unit))
+        multiply_by = t.get("multiplyBy")
+        out.append(
+            (
+                t["input"],
+                t.get("strategy", "Retain") == "Retain",
+                per_unit,
+                multiply_by if isinstance(multiply_by, str) else "",
+            )
+        )
     return tuple(out)
 
 
 def transformed(
     needs: Mapping[str, tuple[Quantity, str]], transformations: tuple[Transformation, ...]
 ) -> dict[str, tuple[Quantity, str]]:
-    """A pod's container requests as Kueue charges them after `resources.transformations`. A pod that
-    asks only for the platform minimum has no `multiplyBy` resource, which Kueue then reads as 1 (measured:
-    HAMi memory without nvidia.com/gpu is charged once)."""
+    """A pod's container requests as Kueue charges them after `resources.transformations`
+    (pkg/workload/workload.go `applyResourceTransformations`): an input is multiplied by the amount of its
+    `multiplyBy` resource when the pod asks for it, and read as 1 when it does not (measured: HAMi memory
+    without nvidia.com/gpu is charged once); each output is the input times its per-unit amount; Retain
+    keeps the (multiplied) input, Replace drops it."""
     out = dict(needs)
-    for source, retained, outputs in transformations:
+    for source, retained, outputs, multiply_by in transformations:
         if source not in needs:
             continue
         amount, why = needs[source]
+        factor = needs[multiply_by][0].value if multiply_by and multiply_by in needs else None
+        if factor is not None:
+            amount = Quantity(amount.value * factor, amount.format)
+            why = f"{why}, times {multiply_by} {needs[multiply_by][0].canonical()}"
         if not retained:
             out.pop(source, None)
+        elif factor is not None:
+            out[source] = (amount, why)
         for name, per_unit in outputs:
             value = amount.value * per_unit.value
             before = out.get(name)
@@ -179,7 +197,7 @@ def _written_zeros(view: View, cq: Built) -> Written:
             stated.setdefault(fb.flavor, set()).add(resource)
             where.setdefault(resource, []).append(f"{fb.flavor} at {tenant.path}:{amount.origin.line}")
     out: Written = {}
-    for (flavor, resource), (nominal, _, _) in _quotas(spec_of(cq))[1].items():
+    for (flavor, resource), (nominal, _, _) in queue_quotas(spec_of(cq))[1].items():
         if nominal.value == 0 and flavor in origins and resource not in stated.get(flavor, set()):
             elsewhere = ", ".join(where.get(resource, [])) or "another flavor"
             out[(flavor, resource)] = (
@@ -193,7 +211,7 @@ Quota = tuple[Quantity, Quantity | None, Quantity | None]  # nominal, borrowingL
 Quotas = dict[tuple[str, str], Quota]  # (flavor, resource) -> quota
 
 
-def _quotas(spec: Mapping[str, Any]) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
+def queue_quotas(spec: Mapping[str, Any]) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
     """Resource groups as (covered resources, flavor names in order) and every quota of a queue's spec."""
     groups: list[tuple[set[str], list[str]]] = []
     quotas: Quotas = {}
@@ -227,7 +245,7 @@ def lent(spec: Mapping[str, Any]) -> Lent:
     cohort = spec.get("cohortName")
     amounts = [
         (flavor, resource, lending.value if lending is not None else nominal.value)
-        for (flavor, resource), (nominal, _, lending) in _quotas(spec)[1].items()
+        for (flavor, resource), (nominal, _, lending) in queue_quotas(spec)[1].items()
     ]
     return (cohort if isinstance(cohort, str) else "", amounts)
 
@@ -272,7 +290,7 @@ class Pool:
         """The queue's resource groups and quotas (`_quotas`), worked out once."""
         found = self.queues.get(cq.name)
         if found is None:
-            found = self.queues[cq.name] = _quotas(spec_of(cq))
+            found = self.queues[cq.name] = queue_quotas(spec_of(cq))
         return found
 
     def described(self, tree: str) -> str:
@@ -320,23 +338,62 @@ class Pool:
         return Quantity(nominal.value + extra, nominal.format)
 
 
+ClaimDevices = tuple[dict[str, int], str | None, tuple[str | int, ...]]
+"""devices per DeviceClass, the request Kueue refuses (None: none), and the path to it in the claim spec"""
+
+
+def claim_device_classes(claim_spec: Mapping[str, Any]) -> ClaimDevices:
+    """Devices per DeviceClass a claim spec asks for, as Kueue counts them (pkg/dra/claims.go
+    `countDevicesPerClass`: the counts of every `exactly` request summed per class), or the reason Kueue
+    gives for a claim it does not support (constraints, config, firstAvailable, adminAccess,
+    allocationMode All), which keeps the workload Inadmissible."""
+    counts: dict[str, int] = {}
+    devices = claim_spec.get("devices") or {}
+    if not isinstance(devices, dict):
+        return counts, None, ()
+    if devices.get("constraints"):
+        return counts, "device constraints (MatchAttribute) are not supported", ("devices", "constraints")
+    if devices.get("config"):
+        return counts, "device config is not supported", ("devices", "config")
+    for i, req in enumerate(devices.get("requests") or []):
+        if not isinstance(req, dict):
+            continue
+        at: tuple[str | int, ...] = ("devices", "requests", i)
+        if req.get("firstAvailable"):
+            return counts, "FirstAvailable device selection is not supported", at
+        exactly = req.get("exactly")
+        if not isinstance(exactly, dict):
+            continue
+        if exactly.get("adminAccess") is True:
+            return counts, "AdminAccess is not supported", (*at, "exactly", "adminAccess")
+        if exactly.get("allocationMode", "ExactCount") == "All":
+            return counts, "AllocationMode 'All' is not supported", (*at, "exactly", "allocationMode")
+        count = exactly.get("count", 1)
+        name = exactly.get("deviceClassName")
+        if not isinstance(name, str) or isinstance(count, bool) or not isinstance(count, int):
+            continue
+        counts[name] = counts.get(name, 0) + count
+    return counts, None, ()
+
+
 def _device_needs(rct: Built, mapped: Mapping[str, str]) -> dict[str, Quantity]:
     """Devices per quota resource a pod using the template is charged (Kueue sums the counts)."""
     needs: dict[str, int] = {}
-    devices = (spec_of(rct).get("spec") or {}).get("devices") or {}
+    spec = spec_of(rct).get("spec")
+    devices = (spec or {}).get("devices") or {} if isinstance(spec, dict) else {}
     for req in devices.get("requests") or [] if isinstance(devices, dict) else []:
         exactly = req.get("exactly") if isinstance(req, dict) else None
         if not isinstance(exactly, dict) or exactly.get("allocationMode", "ExactCount") != "ExactCount":
             continue
-        resource = mapped.get(str(exactly.get("deviceClassName")))
-        count = exactly.get("count", 1)
-        if resource is None or isinstance(count, bool) or not isinstance(count, int):
-            continue
-        needs[resource] = needs.get(resource, 0) + count
+        per_class, _, _ = claim_device_classes({"devices": {"requests": [{"exactly": exactly}]}})
+        for name, count in per_class.items():
+            resource = mapped.get(name)
+            if resource is not None:
+                needs[resource] = needs.get(resource, 0) + count
     return {resource: _q(n) or ZERO for resource, n in needs.items()}
 
 
-def _insufficient(resource: str, flavor: str, need: Quantity, cap: Quantity) -> str:
+def insufficient(resource: str, flavor: str, need: Quantity, cap: Quantity) -> str:
     """Kueue's reason (flavorassigner.go, without its "previously considered podsets requests (0) +")."""
     return (
         f'"insufficient quota for {resource} in flavor {flavor}, current podset request ({need.canonical()}) > '
@@ -362,10 +419,10 @@ def claim_admissible(view: View) -> Iterator[Finding]:
     """
     config, _ = kueue_configuration(view)
     mapped = mappings(config)
-    excluded = _excluded(config)
+    excluded = excluded_prefixes(config)
     ignore_undeclared = undeclared_ignored(config, view)
     minimum = _pod_requests(view)
-    transformations = _transformations(config)
+    transformations = config_transformations(config)
     pool = Pool.of(view)
     held: dict[str, tuple[Built, list[Built]]] = {
         cq.name: (cq, []) for cq in view.of(KUEUE, "ClusterQueue") if _held(cq)
@@ -474,7 +531,7 @@ def _verdict(
             reasons = []
             for resource, flavor, amount, cap in blocking:
                 zero = zeros().get((flavor, resource)) if cap.value == 0 else None
-                reasons.append(_insufficient(resource, flavor, amount, cap) + (f" ({zero})" if zero else ""))
+                reasons.append(insufficient(resource, flavor, amount, cap) + (f" ({zero})" if zero else ""))
             problems.append(
                 f"no flavor of ClusterQueue {cq.name!r} can ever hold a pod using it ({asks}); Kueue says "
                 f"{'; '.join(reasons)}; raise the budget (nominal or borrowingLimit) in {_TENANT} or lower what "
