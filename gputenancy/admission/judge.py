@@ -99,7 +99,15 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
         missing: list[tuple[Origin, str]] = []
 
         def verdict(
-            outcome: str, cq: str, message: str, why: str, at: Origin, fix: str, **kw: Any
+            outcome: str,
+            cq: str,
+            message: str,
+            why: str,
+            at: Origin,
+            fix: str,
+            w: Workload = w,
+            queue: str = queue,
+            **kw: Any,
         ) -> Verdict:
             return Verdict(
                 w,

@@ -161,8 +161,9 @@ def _holders(dump: Dump) -> tuple[Holder, ...]:
     return tuple(out)
 
 
-def load(root: Path, model: Model, cluster: str, dump: Dump | None) -> Target:
-    """The target cluster from the repository at `root` (and the dump)."""
+def load(root: Path, model: Model, cluster: str, dump: Dump | None, *, usage: bool = True) -> Target:
+    """The target cluster from the repository at `root` (and the dump; `usage=False`: its objects without
+    its usage, the cluster as it was before any workload ran)."""
     catalog = effective_catalog(model)
     objects = _rendered(root, cluster)
     if dump is not None:
@@ -179,13 +180,13 @@ def load(root: Path, model: Model, cluster: str, dump: Dump | None) -> Target:
     namespaces: dict[str, Mapping[str, str]] = {}
     holders: tuple[Holder, ...] = ()
     if dump is not None:
-        for cq in dump.of_kind("ClusterQueue"):
+        for cq in dump.of_kind("ClusterQueue") if usage else []:
             if cq.name in tree.queues:
                 tree.queues[cq.name].usage = status_usage(cq.body.get("status"))
         for ns in dump.of_kind("Namespace"):
             labels = (ns.body.get("metadata") or {}).get("labels") or {}
             namespaces[ns.name] = {str(k): str(v) for k, v in labels.items()}
-        holders = _holders(dump)
+        holders = _holders(dump) if usage else ()
     integrations = (config or {}).get("integrations") or {}
     frameworks = integrations.get("frameworks") if isinstance(integrations, dict) else None
     declared = (config or {}).get("featureGates") or {}
