@@ -92,7 +92,9 @@ def _jobs(tmp_path: Path, did: list[tuple[str, str, str, str, str, str]]) -> Pat
     return path
 
 
-def _judge(root: Path, cluster: str, files: list[Path], dump: Dump | None, *, usage: bool = True) -> list[judge.Verdict]:
+def _judge(
+    root: Path, cluster: str, files: list[Path], dump: Dump | None, *, usage: bool = True
+) -> list[judge.Verdict]:
     model, _ = check_only(root, cluster, cache=None)
     where = target.load(root, model, cluster, dump, usage=usage)
     verdicts, findings = judge.judge(where, manifests.read(files))
@@ -105,7 +107,9 @@ def _flavor(v: judge.Verdict) -> str:
 
 
 @pytest.mark.parametrize("cluster", ["lab", "prod"])
-def test_replayed_jobs_get_what_kueue_gave_them(repo: Path, tmp_path: Path, shared: Path, cluster: str) -> None:
+def test_replayed_jobs_get_what_kueue_gave_them(
+    repo: Path, tmp_path: Path, shared: Path, cluster: str
+) -> None:
     """Every job of the dump, judged in the order it was submitted against the cluster's objects before any
     ran: admitted on Kueue's flavor, or pending / Inadmissible with Kueue's exact message."""
     dump = _dump(shared, cluster)
@@ -123,7 +127,9 @@ def test_seed_second_job_waits_behind_the_first_with_the_lab_dump(
     jobs = tmp_path / "job2.yaml"
     jobs.write_text(JOB.format(name="gpu-job-2", namespace="sandbox", queue="sandbox", template="single-gpu"))
     dump = str(shared / "clusters/live/lab/dump.yaml")
-    code = main(["--root", str(repo), "admit", str(jobs), "--cluster", "lab", "--from", dump, "--format", "json"])
+    code = main(
+        ["--root", str(repo), "admit", str(jobs), "--cluster", "lab", "--from", dump, "--format", "json"]
+    )
     [w] = json.loads(capsys.readouterr().out)["workloads"]
     assert code == 2
     assert w["outcome"] == "pending"
@@ -169,9 +175,18 @@ def test_prod_dump_usage_keeps_the_finetune_job_pending_with_kueues_message(
 
 
 BAD = {
-    "no-queue": (JOB.replace("  labels:\n    kueue.x-k8s.io/queue-name: {queue}\n", ""), "has no kueue.x-k8s.io/queue-name label"),
-    "unknown-kind": ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n", "is not a job kind Kueue admits"),
-    "no-template": (JOB.replace("{template}", "nope"), "no ResourceClaimTemplate 'nope' in namespace sandbox"),
+    "no-queue": (
+        JOB.replace("  labels:\n    kueue.x-k8s.io/queue-name: {queue}\n", ""),
+        "has no kueue.x-k8s.io/queue-name label",
+    ),
+    "unknown-kind": (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+        "is not a job kind Kueue admits",
+    ),
+    "no-template": (
+        JOB.replace("{template}", "nope"),
+        "no ResourceClaimTemplate 'nope' in namespace sandbox",
+    ),
     "not-objects": ("- just\n- a list\n", "not a Kubernetes object"),
     "bad-yaml": ("a: [\n", "source-"),
 }
@@ -184,7 +199,9 @@ def test_bad_input_is_a_finding_at_its_line(
     text, expected = BAD[case]
     path = tmp_path / "bad.yaml"
     good = JOB.format(name="ok", namespace="sandbox", queue="sandbox", template="single-gpu")
-    path.write_text(good + "---\n" + text.format(name="j", namespace="sandbox", queue="sandbox", template="single-gpu"))
+    path.write_text(
+        good + "---\n" + text.format(name="j", namespace="sandbox", queue="sandbox", template="single-gpu")
+    )
     code = main(["--root", str(repo), "admit", str(path), "--cluster", "lab"])
     captured = capsys.readouterr()
     both = captured.out + captured.err

@@ -322,5 +322,7 @@ def test_the_admit_step_for_a_teams_repository_passes_actionlint(tmp_path: Path)
     assert steps_running(job, "pipeline.py --root platform admit")
     broken = tmp_path / "broken.yaml"
     broken.write_text(block.replace("runs-on: ubuntu-latest", "runs-on: [ubuntu-latest"))
-    bad = subprocess.run([str(actionlint()), "-no-color", "-oneline", str(broken)], capture_output=True, check=False)
+    bad = subprocess.run(
+        [str(actionlint()), "-no-color", "-oneline", str(broken)], capture_output=True, check=False
+    )
     assert bad.returncode != 0

@@ -136,9 +136,9 @@ def pod_requests(workload: Workload, ps: PodSet) -> dict[str, tuple[Quantity, st
     overhead = spec.get("overhead") if isinstance(spec.get("overhead"), dict) else {}
     assert isinstance(overhead, dict)
     for r, v in overhead.items():
-        q = _quantity(v)
-        if q is not None:
-            _add(total, r, q, "pod overhead", workload.origin(*ps.path, "overhead", r))
+        extra = _quantity(v)
+        if extra is not None:
+            _add(total, r, extra, "pod overhead", workload.origin(*ps.path, "overhead", r))
     return {r: (Quantity(v, q.format), why, at) for r, (v, q, why, at) in total.items()}
 
 

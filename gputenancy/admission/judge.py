@@ -230,9 +230,8 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
             )
             continue
         pods = [(c, w.pod_sets[i].spec) for i, c in enumerate(charges)]
-        fungibility = (
-            cq_spec.get("flavorFungibility") if isinstance(cq_spec.get("flavorFungibility"), dict) else {}
-        )
+        fungible = cq_spec.get("flavorFungibility")
+        fungibility: Mapping[str, Any] = fungible if isinstance(fungible, dict) else {}
         result = assign(
             target.tree,
             target.tree.queues[cq_name],

@@ -260,8 +260,7 @@ def _pod_sets(kind: str, spec: Mapping[str, Any]) -> Iterator[PodSet]:
         for i, rj in enumerate(spec.get("replicatedJobs") or []):
             rj = _map(rj)
             job = _map(_map(rj.get("template")).get("spec"))
-            at: Path_ = ("spec", "replicatedJobs", i, "template", "spec")
-            pod, pod_at = _template(job, at)
+            pod, pod_at = _template(job, ("spec", "replicatedJobs", i, "template", "spec"))
             yield PodSet(str(rj.get("name", i)), _int(rj.get("replicas"), 1) * _job_pods(job), pod, pod_at)
     elif kind == "PyTorchJob":
         for role, rs in _map(spec.get("pytorchReplicaSpecs")).items():

@@ -79,7 +79,8 @@ class Tree:
 
     @staticmethod
     def _link(child: Node, parent: Node) -> None:
-        seen, up = {child.name}, parent
+        seen: set[str] = {child.name}
+        up: Node | None = parent
         while up is not None:  # refuse a cycle (the webhook would)
             if up.name in seen and not up.queue:
                 return

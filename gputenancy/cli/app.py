@@ -132,7 +132,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _admit_parser(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("files", nargs="+", type=Path, metavar="FILE", help="job manifests (several documents each)")
+    ap.add_argument(
+        "files", nargs="+", type=Path, metavar="FILE", help="job manifests (several documents each)"
+    )
     ap.add_argument("--cluster", help="the cluster to judge against (needed when the repository has several)")
     ap.add_argument(
         "--from",

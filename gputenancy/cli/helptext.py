@@ -127,7 +127,10 @@ COMMANDS: dict[str, Help] = {
         "uses quota the next ones do not get.",
         (
             (0, "every workload is admitted (now, with --from)"),
-            (1, "a workload can never run (Inadmissible, or no flavor can hold it), or findings in the input"),
+            (
+                1,
+                "a workload can never run (Inadmissible, or no flavor can hold it), or findings in the input",
+            ),
             (2, "a workload waits for quota"),
         ),
         (
