@@ -64,6 +64,10 @@ class Rules:
     mappings: Mapping[str, str]  # DeviceClass -> quota resource
     transformations: tuple[Transformation, ...]
     excluded: tuple[str, ...]
+    retain_multiplied: bool = True
+    extended: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    """extended resource backed by a DeviceClass (`spec.extendedResourceName`) -> (quota resource, class),
+    where the version's KueueDRAIntegrationExtendedResource gate is on"""
 
 
 Template = tuple[Mapping[str, Any], str]  # claim spec, where the template is (object and line)
@@ -155,12 +159,22 @@ def charge(
     where = workload.origin(*ps.path)
     asked = pod_requests(workload, ps)
     origins = {r: at for r, (_, _, at) in asked.items()}
-    needs = transformed({r: (q, why) for r, (q, why, _) in asked.items()}, rules.transformations)
+    needs = transformed(
+        {r: (q, why) for r, (q, why, _) in asked.items()},
+        rules.transformations,
+        retain_multiplied=rules.retain_multiplied,
+    )
     charges: dict[str, Charge] = {}
     for r, (q, why) in needs.items():
         if r.startswith(rules.excluded) or q.value == 0:
             continue
         at = origins.get(r) or next((o for s, o in origins.items() if s in why), where)
+        backed = rules.extended.get(r)
+        if backed is not None:  # an extended resource a DeviceClass serves: charged as its mapping says
+            r, why = backed[0], f"{why}, served by DeviceClass {backed[1]} (extendedResourceName)"
+            earlier = charges.get(r)
+            if earlier is not None:
+                q, why = Quantity(q.value + earlier.amount.value, q.format), f"{earlier.why} + {why}"
         charges[r] = Charge(r, q, why, at)
     refusal: Refusal | None = None
     devices: dict[str, tuple[int, str, Origin]] = {}

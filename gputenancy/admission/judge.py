@@ -70,6 +70,7 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
     verdicts: list[Verdict] = []
     findings: list[Finding] = []
     queues = target.view.named(KUEUE, "ClusterQueue")
+    holders = list(target.holders)  # the cluster's admitted workloads, then those admitted in this run
     for w in workloads:
         if w.framework not in target.frameworks:
             findings.append(
@@ -243,6 +244,7 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
         )
         if result.mode >= BORROW:
             target.tree.add(cq_name, result.usage)
+            holders.append(Holder(w.namespace, w.name, cq_name, dict(result.usage), w.origin()))
             borrowing = tuple(
                 f"{r} {amount} on {f} from cohort {target.tree.root(target.tree.queues[cq_name]).name}"
                 + (
@@ -283,7 +285,7 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
                 )
             )
             continue
-        behind = tuple(_behind(target.holders, target, cq_name, lacking))
+        behind = tuple(_behind(holders, target, cq_name, lacking))
         verdicts.append(
             verdict(
                 PENDING,

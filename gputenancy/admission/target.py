@@ -38,7 +38,7 @@ from gputenancy.common.objects import RenderedObject
 from gputenancy.inputs.quantity import QuantityError, parse
 from gputenancy.inputs.spec import Model
 from gputenancy.policy.catalog import effective_catalog
-from gputenancy.versions import gates
+from gputenancy.versions import gates, hami
 
 RULE = "admit-input"
 LIVE_KINDS = (
@@ -200,17 +200,40 @@ def load(root: Path, model: Model, cluster: str, dump: Dump | None, *, usage: bo
         view=view,
         tree=tree,
         flavors={b.name: _flavor(b) for b in view.of(KUEUE, "ResourceFlavor")},
-        rules=Rules(mappings(config), config_transformations(config), excluded_prefixes(config)),
+        rules=Rules(
+            mappings(config),
+            config_transformations(config),
+            excluded_prefixes(config),
+            hami.retain_multiplied(view.cluster.kueue_version),
+            _extended(view, mappings(config)) if effective.get("KueueDRAIntegrationExtendedResource") else {},
+        ),
         ignore_undeclared=undeclared_ignored(config, view),
         frameworks=tuple(str(f) for f in frameworks)
         if isinstance(frameworks, list) and frameworks
         else ("batch/job",),
-        defaulting=bool(effective.get("LocalQueueDefaulting", False)),
+        # GA and locked on in v0.18, the gate removed from v0.19: defaulting always applies
+        defaulting=bool(effective.get("LocalQueueDefaulting", True)),
         namespaces=namespaces,
         holders=holders,
         source=dump.path if dump is not None else f"generated/{cluster}/",
         live=dump is not None,
     )
+
+
+def _extended(view: View, mapped: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Extended resource -> (quota resource, DeviceClass) for the cluster's DeviceClasses that set
+    `spec.extendedResourceName`: those on the cluster, and the catalog's classes a DRA driver installs
+    (the name its chart sets, `versions.hami.driver_extended_resource_names`)."""
+    out: dict[str, tuple[str, str]] = {}
+    on_cluster = view.named(DRA, "DeviceClass")
+    for name, b in sorted(on_cluster.items()):
+        extended = _spec(b).get("extendedResourceName")
+        if isinstance(extended, str) and extended:
+            out.setdefault(extended, (mapped.get(name, extended), name))
+    for name, extended in sorted(hami.driver_extended_resource_names().items()):
+        if name in view.catalog.classes and name not in on_cluster:
+            out.setdefault(extended, (mapped.get(name, extended), name))
+    return out
 
 
 def _spec(b: Built) -> Mapping[str, Any]:

@@ -123,13 +123,17 @@ def config_transformations(config: Mapping[str, Any] | None) -> tuple[Transforma
 
 
 def transformed(
-    needs: Mapping[str, tuple[Quantity, str]], transformations: tuple[Transformation, ...]
+    needs: Mapping[str, tuple[Quantity, str]],
+    transformations: tuple[Transformation, ...],
+    *,
+    retain_multiplied: bool = True,
 ) -> dict[str, tuple[Quantity, str]]:
     """A pod's container requests as Kueue charges them after `resources.transformations`
     (pkg/workload/workload.go `applyResourceTransformations`): an input is multiplied by the amount of its
     `multiplyBy` resource when the pod asks for it, and read as 1 when it does not (measured: HAMi memory
     without nvidia.com/gpu is charged once); each output is the input times its per-unit amount; Retain
-    keeps the (multiplied) input, Replace drops it."""
+    keeps the input (multiplied up to Kueue v0.18, as requested from v0.19: `retain_multiplied`), Replace
+    drops it."""
     out = dict(needs)
     for source, retained, outputs, multiply_by in transformations:
         if source not in needs:
@@ -141,7 +145,7 @@ def transformed(
             why = f"{why}, times {multiply_by} {needs[multiply_by][0].canonical()}"
         if not retained:
             out.pop(source, None)
-        elif factor is not None:
+        elif factor is not None and retain_multiplied:
             out[source] = (amount, why)
         for name, per_unit in outputs:
             value = amount.value * per_unit.value
