@@ -42,14 +42,18 @@ spec:
 """
 
 
-@pytest.fixture
-def repo(tmp_path: Path, shared: Path) -> Path:
+def make_repo(tmp_path: Path, shared: Path) -> Path:
     """A repository made from the inputs the live clusters were built from."""
     root = tmp_path / "repo"
     source = shared / "clusters/live/inputs-6b92afc"
     for part in ("tenants", "base", "overlays", "generated"):
         _copy(source / part, root / part)
     return root
+
+
+@pytest.fixture
+def repo(tmp_path: Path, shared: Path) -> Path:
+    return make_repo(tmp_path, shared)
 
 
 def _copy(src: Path, dst: Path) -> None:

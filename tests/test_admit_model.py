@@ -10,12 +10,17 @@ from typing import Any
 
 import pytest
 import yaml
-from test_admit import JOB, repo  # noqa: F401  (the repository fixture)
+from test_admit import JOB, make_repo
 
 from gputenancy.check.chain.admissible import transformed
 from gputenancy.cli.app import main
 from gputenancy.inputs.quantity import parse
 from gputenancy.versions import hami
+
+
+@pytest.fixture
+def repo(tmp_path: Path, shared: Path) -> Path:
+    return make_repo(tmp_path, shared)
 
 
 def _admit(
@@ -274,7 +279,7 @@ def test_an_extended_resource_a_device_class_serves(
     pod = _pod(job)
     del pod["resourceClaims"]
     pod["containers"][0]["resources"] = {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}
-    code, [w], _ = _admit(repo, tmp_path, [job], capsys)
+    _, [w], _ = _admit(repo, tmp_path, [job], capsys)
     assert w["podSets"][0]["perPod"]["nvidia.com/gpu"] == "2"
     assert "served by DeviceClass gpu.nvidia.com" in w["podSets"][0]["why"]["nvidia.com/gpu"]
     lab = _job(namespace="sandbox", queue="sandbox")
@@ -282,6 +287,7 @@ def test_an_extended_resource_a_device_class_serves(
     _pod(lab).update(pod)
     code, [w], _ = _admit(repo, tmp_path, [lab], capsys, cluster="lab")
     assert "served by" not in w["podSets"][0]["why"]["nvidia.com/gpu"]
+    assert (code, w["outcome"]) == (1, "never")  # 2 GPUs, the lab queue holds 1
 
 
 def test_retain_charges_its_input_multiplied_up_to_v018_only() -> None:
