@@ -193,12 +193,24 @@ def test_job_kinds_make_kueues_pod_sets(
         },
         "spec": {"trainer": {"numNodes": 3, "resourcesPerNode": {"requests": {"cpu": "4", "memory": "8Gi"}}}},
     }
-    code, ws, _ = _admit(repo, tmp_path, [jobset, ray, train], capsys)
+    rayjob = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {
+            "name": "rj",
+            "namespace": "vision-train",
+            "labels": {"kueue.x-k8s.io/queue-name": "vision"},
+        },
+        "spec": {"entrypoint": "python x.py", "rayClusterSpec": ray["spec"]},
+    }
+    code, ws, _ = _admit(repo, tmp_path, [jobset, ray, train, rayjob], capsys)
     assert [(w["kind"], [(p["name"], p["count"]) for p in w["podSets"]]) for w in ws] == [
         ("JobSet", [("workers", 2)]),
         ("RayCluster", [("head", 1), ("gpu", 2)]),
         ("TrainJob", [("node", 3)]),
+        ("RayJob", [("head", 1), ("gpu", 2), ("submitter", 1)]),
     ]
+    assert ws[3]["podSets"][2]["perPod"] == {"cpu": "500m", "memory": "200Mi"}
     assert ws[1]["podSets"][1]["total"]["nvidia.com/gpu"] == "2"
     assert code == 0
 

@@ -51,9 +51,9 @@ def main(root: Path, files: Sequence[Path], cluster: str | None, dump_path: Path
     try:
         verdicts, findings, source = run(root, files, cluster, dump_path)
     except PipelineError as exc:
-        sys.stdout.write(findings_report.format_findings(exc.findings, "text"))
+        sys.stdout.write(findings_report.format_findings(exc.findings, findings_report.default_format()))
         return 1
     sys.stdout.write(report.render(verdicts, fmt, source))
     if findings:
-        sys.stderr.write(findings_report.format_findings(findings, "text"))
+        sys.stderr.write(findings_report.format_findings(findings, findings_report.default_format()))
     return judge.exit_code(verdicts, findings)

@@ -22,7 +22,7 @@ from gputenancy.admission.charge import PodSetCharge, charge
 from gputenancy.admission.manifests import QUEUE_LABEL, Workload
 from gputenancy.admission.target import RULE, Holder, Target
 from gputenancy.check.chain.admissible import HELD, queue_quotas
-from gputenancy.check.chain.builtview import KUEUE
+from gputenancy.check.chain.builtview import KUEUE, Built
 from gputenancy.common.findings import Finding, Origin
 
 ADMITTED, PENDING, INADMISSIBLE, NEVER = "admitted", "pending", "inadmissible", "never"
@@ -261,7 +261,7 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
                     cq_name,
                     "",
                     f"fits {how}",
-                    cq.origin,
+                    _budget_line(target, cq, [(f, r) for f, r, _ in result.borrowing]) or cq.origin,
                     "",
                     charges=charges,
                     flavors=result.flavors,
@@ -279,7 +279,7 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
                     "more than the queue can ever hold"
                     if not result.uncovered
                     else f"the queue does not cover {', '.join(result.uncovered)}",
-                    cq.origin,
+                    _budget_line(target, cq, sorted(lacking)) or cq.origin,
                     _never_fix(cq_name, result.uncovered, lacking),
                     charges=charges,
                 )
@@ -292,13 +292,31 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
                 cq_name,
                 result.message,
                 "waits for quota: " + (", ".join(f"{r} on {f}" for f, r in sorted(lacking))),
-                cq.origin,
+                _budget_line(target, cq, sorted(lacking)) or cq.origin,
                 "wait for the workloads holding the quota to finish, or ask less",
                 charges=charges,
                 behind=behind,
             )
         )
     return verdicts, findings
+
+
+def _budget_line(target: Target, cq: Built, wanted: Sequence[tuple[str, str]]) -> Origin | None:
+    """The tenant's budget line behind the first (flavor, resource) of `wanted` on the target cluster (the
+    flavor's line when the resource is not budgeted there), None for a queue no tenant renders."""
+    tenant, cluster = cq.tenant, target.view.cluster.name
+    budgets = tenant.budget_for(cluster) if tenant is not None else None
+    if tenant is None or not budgets:
+        return None
+    for flavor, resource in wanted:
+        for fb in budgets:
+            if fb.flavor != flavor:
+                continue
+            for name, amount in target.view.catalog.amounts(fb, cluster):
+                if name == resource:
+                    return Origin(tenant.path, amount.origin.line, amount.origin.col)
+            return Origin(tenant.path, fb.origin.line, fb.origin.col)
+    return None
 
 
 def _never_fix(cq: str, uncovered: Sequence[str], lacking: set[tuple[str, str]]) -> str:

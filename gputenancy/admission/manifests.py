@@ -8,7 +8,8 @@ a finding too, never a traceback.
 A workload has pod sets as Kueue makes them (pkg/controller/jobs/*): a batch Job one (`main`, parallelism
 capped by completions), a JobSet one per replicated job (replicas x the job's pods), a PyTorchJob one per
 replica type (lowercased), a RayCluster its head and each worker group, a RayJob the cluster it creates
-(and its submitter pod when `submitterPodTemplate` is given), a TrainJob its `trainer` nodes
+and, in K8sJobMode (the default), its submitter pod (`submitterPodTemplate`, else KubeRay's default one:
+cpu 500m, memory 200Mi), a TrainJob its `trainer` nodes
 (`numNodes` x `resourcesPerNode`; the runtime's other pods are not read), a plain Pod one, and a Deployment
 one workload per pod (the pod integration).
 """
@@ -43,6 +44,20 @@ FRAMEWORKS: Mapping[tuple[str, str], str] = {
     ("ray.io", "RayCluster"): "ray.io/raycluster",
     ("", "Pod"): "pod",
     ("apps", "Deployment"): "deployment",
+}
+
+
+# The RayJob submitter pod Kueue charges when the job gives none (pkg/controller/jobs/rayjob, KubeRay's default)
+DEFAULT_SUBMITTER: Mapping[str, Any] = {
+    "containers": [
+        {
+            "name": "ray-job-submitter",
+            "resources": {
+                "limits": {"cpu": "1", "memory": "1Gi"},
+                "requests": {"cpu": "500m", "memory": "200Mi"},
+            },
+        }
+    ]
 }
 
 
@@ -276,9 +291,14 @@ def _pod_sets(kind: str, spec: Mapping[str, Any]) -> Iterator[PodSet]:
             pod, at = _template(group, (*prefix, "workerGroupSpecs", i))
             pods = _int(group.get("replicas"), 1) * _int(group.get("numOfHosts"), 1)
             yield PodSet(str(group.get("groupName", f"workers-{i}")), pods, pod, at)
-        if kind == "RayJob" and isinstance(spec.get("submitterPodTemplate"), dict):
-            pod = _map(_map(spec["submitterPodTemplate"]).get("spec"))
-            yield PodSet("submitter", 1, pod, ("spec", "submitterPodTemplate", "spec"))
+        if kind == "RayJob" and spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+            submitter = spec.get("submitterPodTemplate")
+            if isinstance(submitter, dict):
+                yield PodSet(
+                    "submitter", 1, _map(submitter.get("spec")), ("spec", "submitterPodTemplate", "spec")
+                )
+            else:
+                yield PodSet("submitter", 1, DEFAULT_SUBMITTER, ("spec",))
     elif kind == "TrainJob":
         trainer = _map(spec.get("trainer"))
         per_node = _map(trainer.get("resourcesPerNode"))
