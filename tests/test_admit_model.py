@@ -4,6 +4,7 @@ and the exit codes; through the command line on a copy of the inputs under tmp_p
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -321,3 +322,34 @@ def test_markdown_and_text(repo: Path, tmp_path: Path, capsys: pytest.CaptureFix
     assert "| `Job nlp-pretrain/j` (" in out and "ADMITTED" in out
     assert main(["--root", str(repo), "admit", str(path)]) == 1  # several clusters: --cluster needed
     assert "name the cluster to judge against with --cluster" in capsys.readouterr().out
+
+
+def test_pod_sets_count_what_the_ones_before_them_took(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Four replicated jobs of 4 H100 each: the fourth finds 12 taken on h100 (nlp's most) and no H100 on
+    a100-mig; only its pod set is in Kueue's message."""
+    template = {"spec": _pod(_job())}
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": "js",
+            "namespace": "nlp-pretrain",
+            "labels": {"kueue.x-k8s.io/queue-name": "nlp"},
+        },
+        "spec": {
+            "replicatedJobs": [
+                {"name": f"r{i}", "template": {"spec": {"template": copy.deepcopy(template)}}}
+                for i in range(4)
+            ]
+        },
+    }
+    code, [w], _ = _admit(repo, tmp_path, [jobset], capsys)
+    assert (code, w["outcome"]) == (1, "never")
+    assert w["kueueMessage"] == (
+        "couldn't assign flavors to pod set r3: insufficient quota for nvidia.com/gpu in flavor a100-mig, previously "
+        "considered podsets requests (0) + current podset request (4) > maximum capacity (0), insufficient quota for "
+        "nvidia.com/gpu in flavor h100, previously considered podsets requests (12) + current podset request (4) > "
+        "maximum capacity (12)"
+    )

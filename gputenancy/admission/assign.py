@@ -144,11 +144,12 @@ def assign(
         requests = {r: q.value for r, q in ps.total().items()}
         reasons: list[str] = []
         picked: list[tuple[str, str]] = []
+        this = FIT  # the pod set's own mode: Kueue prints the reasons of pod sets that do not fit
         for r in sorted(requests):
             if not any(r in covered for covered, _ in groups) and not ignore_undeclared:
                 reasons.append(f"resource {r} unavailable in ClusterQueue")
                 uncovered.append(r)
-                worst = NOFIT
+                this = NOFIT
         for covered, names in groups:
             wanted = {r: v for r, v in requests.items() if r in covered}
             if not wanted:
@@ -200,10 +201,10 @@ def assign(
                 if mode == FIT or (mode == BORROW and may_stop_borrowing):
                     break
             if best is None:
-                worst = NOFIT
+                this = NOFIT
                 continue
             mode, name, use, borrow, lacking = best
-            worst = min(worst, mode)
+            this = min(this, mode)
             if mode >= BORROW:
                 picked.extend((r, name) for r in sorted(wanted))
                 for fr, v in use.items():
@@ -211,7 +212,8 @@ def assign(
                 borrowing.extend(borrow)
             else:
                 blocked.extend(lacking)
-        if reasons and not (worst >= BORROW):
+        worst = min(worst, this)
+        if reasons and this < BORROW:
             messages.append(f"couldn't assign flavors to pod set {ps.name}: {', '.join(sorted(reasons))}")
         chosen.append((ps.name, tuple(picked)))
     return Assignment(
