@@ -21,7 +21,7 @@ from gputenancy.admission.assign import BORROW, FIT, NOFIT, assign
 from gputenancy.admission.charge import PodSetCharge, charge
 from gputenancy.admission.manifests import QUEUE_LABEL, Workload
 from gputenancy.admission.target import RULE, Holder, Target
-from gputenancy.check.chain.admissible import HELD, queue_quotas
+from gputenancy.check.chain.admissible import HELD, minimum_pod_requests, queue_quotas
 from gputenancy.check.chain.builtview import KUEUE, Built
 from gputenancy.common.findings import Finding, Origin
 
@@ -42,6 +42,7 @@ class Verdict:
     fix: str
     borrowing: tuple[str, ...] = ()
     behind: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def _selects(selector: Any, namespace: str, labels: Mapping[str, str]) -> bool:
@@ -216,6 +217,7 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
             )
         if missing:
             continue
+        notes = _below_minimum(target, charges)
         refused = next((c.refusal for c in charges if c.refusal is not None), None)
         if refused is not None:
             verdicts.append(
@@ -227,6 +229,7 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
                     refused.origin,
                     refused.fix,
                     charges=charges,
+                    notes=notes,
                 )
             )
             continue
@@ -264,6 +267,7 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
                     _budget_line(target, cq, [(f, r) for f, r, _ in result.borrowing]) or cq.origin,
                     "",
                     charges=charges,
+                    notes=notes,
                     flavors=result.flavors,
                     borrowing=borrowing,
                 )
@@ -282,6 +286,7 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
                     _budget_line(target, cq, sorted(lacking)) or cq.origin,
                     _never_fix(cq_name, result.uncovered, lacking),
                     charges=charges,
+                    notes=notes,
                 )
             )
             continue
@@ -295,10 +300,28 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
                 _budget_line(target, cq, sorted(lacking)) or cq.origin,
                 "wait for the workloads holding the quota to finish, or ask less",
                 charges=charges,
+                notes=notes,
                 behind=behind,
             )
         )
     return verdicts, findings
+
+
+def _below_minimum(target: Target, charges: Sequence[PodSetCharge]) -> tuple[str, ...]:
+    """Pod sets asking for less than the platform's `minimumPodRequests` (what `claim-admissible` assumes
+    every pod asks for at least): Kueue charges what they ask, but the platform's promise is built on the
+    minimum."""
+    out = []
+    for c in charges:
+        asked = {x.resource: x.amount for x in c.per_pod}
+        for name, least, origin in minimum_pod_requests(target.view):
+            have = asked.get(name)
+            if have is None or have < least:
+                out.append(
+                    f"pod set {c.name} asks for {f'{name} {have.canonical()}' if have else f'no {name}'}, less than the "
+                    f"platform's minimumPodRequests {least.canonical()} ({origin.path}); Kueue charges what it asks"
+                )
+    return tuple(out)
 
 
 def _budget_line(target: Target, cq: Built, wanted: Sequence[tuple[str, str]]) -> Origin | None:

@@ -10,6 +10,7 @@ from gputenancy.admission.charge import PodSetCharge
 from gputenancy.admission.judge import Verdict
 
 FORMATS = ("text", "markdown", "json")
+SCHEMA = "gputenancy.admit/v1"
 _WORD = {
     "admitted": "ADMITTED",
     "pending": "PENDING (waits for quota)",
@@ -66,12 +67,14 @@ def as_dict(v: Verdict) -> dict[str, Any]:
         "fix": v.fix,
         "borrowing": list(v.borrowing),
         "behind": list(v.behind),
+        "notes": list(v.notes),
     }
 
 
 def render(verdicts: Sequence[Verdict], fmt: str, source: str) -> str:
     if fmt == "json":
-        return json.dumps({"against": source, "workloads": [as_dict(v) for v in verdicts]}, indent=2) + "\n"
+        document = {"schema": SCHEMA, "against": source, "workloads": [as_dict(v) for v in verdicts]}
+        return json.dumps(document, indent=2) + "\n"
     if fmt == "markdown":
         return _markdown(verdicts, source)
     lines = []
@@ -91,6 +94,7 @@ def render(verdicts: Sequence[Verdict], fmt: str, source: str) -> str:
             lines.append(f"  behind: {b}")
         if v.fix:
             lines.append(f"  fix: {v.fix}")
+        lines.extend(f"  note: {n}" for n in v.notes)
     lines.append(f"(against {source})")
     return "\n".join(lines) + "\n"
 

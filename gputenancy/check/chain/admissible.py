@@ -83,7 +83,7 @@ def excluded_prefixes(config: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(p for p in prefixes or [] if isinstance(p, str))
 
 
-def _pod_requests(view: View) -> list[tuple[str, Quantity, Origin]]:
+def minimum_pod_requests(view: View) -> list[tuple[str, Quantity, Origin]]:
     stated = view.model.platform.pod_requests
     if stated:
         return list(stated)
@@ -425,7 +425,7 @@ def claim_admissible(view: View) -> Iterator[Finding]:
     mapped = mappings(config)
     excluded = excluded_prefixes(config)
     ignore_undeclared = undeclared_ignored(config, view)
-    minimum = _pod_requests(view)
+    minimum = minimum_pod_requests(view)
     transformations = config_transformations(config)
     pool = Pool.of(view)
     held: dict[str, tuple[Built, list[Built]]] = {
