@@ -199,16 +199,7 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
             charge(w, i, target.rules, target.template, covers_pods, missing) for i in range(len(w.pod_sets))
         )
         for at, name in missing:
-            have = (
-                ", ".join(
-                    sorted(
-                        t.name
-                        for t in target.view.of("resource.k8s.io", "ResourceClaimTemplate")
-                        if t.namespace == w.namespace
-                    )
-                )
-                or "none"
-            )
+            have = ", ".join(target.templates_in(w.namespace)) or "none"
             findings.append(
                 at.finding(
                     RULE,

@@ -8,6 +8,7 @@ The Kueue Configuration is the rendered one (the one the manager runs after a sy
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -78,22 +79,30 @@ class Target:
     source: str  # "generated/lab/" or the dump
     live: bool
 
+    @functools.cached_property
+    def _local_queues(self) -> dict[tuple[str, str], Built]:
+        return {(lq.namespace, lq.name): lq for lq in self.view.of(KUEUE, "LocalQueue")}
+
+    @functools.cached_property
+    def _templates(self) -> dict[tuple[str, str], Built]:
+        return {(t.namespace, t.name): t for t in self.view.of(DRA, "ResourceClaimTemplate")}
+
     def local_queue(self, namespace: str, name: str) -> Built | None:
-        for lq in self.view.of(KUEUE, "LocalQueue"):
-            if lq.namespace == namespace and lq.name == name:
-                return lq
-        return None
+        return self._local_queues.get((namespace, name))
 
     def queues_in(self, namespace: str) -> list[str]:
-        return sorted(lq.name for lq in self.view.of(KUEUE, "LocalQueue") if lq.namespace == namespace)
+        return sorted(name for ns, name in self._local_queues if ns == namespace)
+
+    def templates_in(self, namespace: str) -> list[str]:
+        return sorted(name for ns, name in self._templates if ns == namespace)
 
     def template(self, namespace: str, name: str) -> tuple[Mapping[str, Any], str] | None:
-        for t in self.view.of(DRA, "ResourceClaimTemplate"):
-            if t.namespace == namespace and t.name == name:
-                spec = (t.body.get("spec") or {}).get("spec")
-                where = f"{t.obj.origin.path}:{t.obj.origin.line}" if t.obj.origin.line else t.origin.path
-                return (spec if isinstance(spec, dict) else {}), where
-        return None
+        t = self._templates.get((namespace, name))
+        if t is None:
+            return None
+        spec = (t.body.get("spec") or {}).get("spec")
+        where = f"{t.obj.origin.path}:{t.obj.origin.line}" if t.obj.origin.line else t.origin.path
+        return (spec if isinstance(spec, dict) else {}), where
 
 
 def _rendered(root: Path, cluster: str) -> list[RenderedObject]:
