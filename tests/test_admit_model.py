@@ -13,7 +13,7 @@ import pytest
 import yaml
 from test_admit import JOB, make_repo
 
-from gputenancy.check.chain.admissible import transformed
+from gputenancy.check.chain.charging import transformed
 from gputenancy.cli.app import main
 from gputenancy.inputs.quantity import parse
 from gputenancy.versions import hami

@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from gputenancy.admission.manifests import PodSet, Workload
-from gputenancy.check.chain.admissible import Transformation, claim_device_classes, transformed
+from gputenancy.check.chain.charging import Transformation, claim_device_classes, transformed
 from gputenancy.common.findings import Origin
 from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
 

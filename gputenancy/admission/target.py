@@ -18,11 +18,7 @@ from gputenancy.admission.assign import Flavor
 from gputenancy.admission.charge import Rules
 from gputenancy.admission.quota import FR, Tree, status_usage
 from gputenancy.assemble import output
-from gputenancy.check.chain.admissible import (
-    config_transformations,
-    excluded_prefixes,
-    undeclared_ignored,
-)
+from gputenancy.check.chain.admissible import undeclared_ignored
 from gputenancy.check.chain.builtview import (
     DRA,
     KUEUE,
@@ -32,6 +28,7 @@ from gputenancy.check.chain.builtview import (
     kueue_configuration,
     mappings,
 )
+from gputenancy.check.chain.charging import config_transformations, excluded_prefixes
 from gputenancy.cluster.dump import Dump
 from gputenancy.common import fastyaml
 from gputenancy.common.findings import Origin, PipelineError

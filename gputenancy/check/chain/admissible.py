@@ -32,8 +32,15 @@ from gputenancy.check.chain.builtview import (
     queue_of_namespace,
     spec_of,
 )
+from gputenancy.check.chain.charging import (
+    _q,
+    claim_device_classes,
+    config_transformations,
+    excluded_prefixes,
+    transformed,
+)
 from gputenancy.common.findings import Finding, Origin, Severity
-from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
+from gputenancy.inputs.quantity import ZERO, Quantity, parse
 from gputenancy.inputs.records import DEFAULT_POD_REQUESTS
 from gputenancy.versions import gates as kueuegates
 
@@ -45,21 +52,6 @@ ONE = parse(1)
 HELD = ("Hold", "HoldAndDrain")
 _NONE = Decimal(0)
 _TENANT = "\x00tenant\x00"
-
-
-def _q(value: Any) -> Quantity | None:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return None
-    return _parsed(type(value).__name__, value)
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(kind: str, value: str | int | float) -> Quantity | None:
-    """`kind` keeps 1 and 1.0 (equal keys) apart."""
-    try:
-        return parse(value)
-    except QuantityError:
-        return None
 
 
 def undeclared_ignored(config: Mapping[str, Any] | None, view: View) -> bool:
@@ -77,85 +69,12 @@ def undeclared_ignored(config: Mapping[str, Any] | None, view: View) -> bool:
     return bool(effective.get("QuotaCheckStrategy", False))
 
 
-def excluded_prefixes(config: Mapping[str, Any] | None) -> tuple[str, ...]:
-    resources = (config or {}).get("resources") or {}
-    prefixes = resources.get("excludeResourcePrefixes") if isinstance(resources, dict) else None
-    return tuple(p for p in prefixes or [] if isinstance(p, str))
-
-
 def minimum_pod_requests(view: View) -> list[tuple[str, Quantity, Origin]]:
     stated = view.model.platform.pod_requests
     if stated:
         return list(stated)
     origin = Origin(view.model.platform.path, 1, 1)
     return [(name, parse(amount), origin) for name, amount in DEFAULT_POD_REQUESTS]
-
-
-Transformation = tuple[str, bool, tuple[tuple[str, Quantity], ...], str]
-"""input, retained (strategy Retain), outputs per unit, multiplyBy ("" for none)"""
-
-
-def config_transformations(config: Mapping[str, Any] | None) -> tuple[Transformation, ...]:
-    """`resources.transformations` of the Kueue Configuration: what Kueue charges instead of (Replace, the
-    default) or besides (Retain) an input resource, per unit of the input (times the `multiplyBy`
-    resource where the pod asks for it)."""
-    resources = (config or {}).get("resources") or {}
-    out: list[Transformation] = []
-    for t in resources.get("transformations") or [] if isinstance(resources, dict) else []:
-        if not isinstance(t, dict) or not isinstance(t.get("input"), str):
-            continue
-        outputs = t.get("outputs") or {}
-        per_unit = (
-            tuple((str(name), q) for name, q in ((n, _q(v)) for n, v in outputs.items()) if q is not None)
-            if isinstance(outputs, dict)
-            else ()
-        )
-        multiply_by = t.get("multiplyBy")
-        out.append(
-            (
-                t["input"],
-                t.get("strategy", "Retain") == "Retain",
-                per_unit,
-                multiply_by if isinstance(multiply_by, str) else "",
-            )
-        )
-    return tuple(out)
-
-
-def transformed(
-    needs: Mapping[str, tuple[Quantity, str]],
-    transformations: tuple[Transformation, ...],
-    *,
-    retain_multiplied: bool = True,
-) -> dict[str, tuple[Quantity, str]]:
-    """A pod's container requests as Kueue charges them after `resources.transformations`
-    (pkg/workload/workload.go `applyResourceTransformations`): an input is multiplied by the amount of its
-    `multiplyBy` resource when the pod asks for it, and read as 1 when it does not (measured: HAMi memory
-    without nvidia.com/gpu is charged once); each output is the input times its per-unit amount; Retain
-    keeps the input (multiplied up to Kueue v0.18, as requested from v0.19: `retain_multiplied`), Replace
-    drops it."""
-    out = dict(needs)
-    for source, retained, outputs, multiply_by in transformations:
-        if source not in needs:
-            continue
-        amount, why = needs[source]
-        factor = needs[multiply_by][0].value if multiply_by and multiply_by in needs else None
-        if factor is not None:
-            amount = Quantity(amount.value * factor, amount.format)
-            why = f"{why}, times {multiply_by} {needs[multiply_by][0].canonical()}"
-        if not retained:
-            out.pop(source, None)
-        elif factor is not None and retain_multiplied:
-            out[source] = (amount, why)
-        for name, per_unit in outputs:
-            value = amount.value * per_unit.value
-            before = out.get(name)
-            total = Quantity(value + (before[0].value if before else _NONE), per_unit.format)
-            out[name] = (
-                total,
-                f"{source} {amount.canonical()} ({why}) transformed by the Kueue Configuration",
-            )
-    return out
 
 
 def _held(cq: Built) -> bool:
@@ -340,44 +259,6 @@ class Pool:
         others = self.lendable.get((tree, flavor, resource), _NONE) - own
         extra = others if borrowing is None else min(borrowing.value, others)
         return Quantity(nominal.value + extra, nominal.format)
-
-
-ClaimDevices = tuple[dict[str, int], str | None, tuple[str | int, ...]]
-"""devices per DeviceClass, the request Kueue refuses (None: none), and the path to it in the claim spec"""
-
-
-def claim_device_classes(claim_spec: Mapping[str, Any]) -> ClaimDevices:
-    """Devices per DeviceClass a claim spec asks for, as Kueue counts them (pkg/dra/claims.go
-    `countDevicesPerClass`: the counts of every `exactly` request summed per class), or the reason Kueue
-    gives for a claim it does not support (constraints, config, firstAvailable, adminAccess,
-    allocationMode All), which keeps the workload Inadmissible."""
-    counts: dict[str, int] = {}
-    devices = claim_spec.get("devices") or {}
-    if not isinstance(devices, dict):
-        return counts, None, ()
-    if devices.get("constraints"):
-        return counts, "device constraints (MatchAttribute) are not supported", ("devices", "constraints")
-    if devices.get("config"):
-        return counts, "device config is not supported", ("devices", "config")
-    for i, req in enumerate(devices.get("requests") or []):
-        if not isinstance(req, dict):
-            continue
-        at: tuple[str | int, ...] = ("devices", "requests", i)
-        if req.get("firstAvailable"):
-            return counts, "FirstAvailable device selection is not supported", at
-        exactly = req.get("exactly")
-        if not isinstance(exactly, dict):
-            continue
-        if exactly.get("adminAccess") is True:
-            return counts, "AdminAccess is not supported", (*at, "exactly", "adminAccess")
-        if exactly.get("allocationMode", "ExactCount") == "All":
-            return counts, "AllocationMode 'All' is not supported", (*at, "exactly", "allocationMode")
-        count = exactly.get("count", 1)
-        name = exactly.get("deviceClassName")
-        if not isinstance(name, str) or isinstance(count, bool) or not isinstance(count, int):
-            continue
-        counts[name] = counts.get(name, 0) + count
-    return counts, None, ()
 
 
 def _device_needs(rct: Built, mapped: Mapping[str, str]) -> dict[str, Quantity]:
