@@ -353,3 +353,45 @@ def test_pod_sets_count_what_the_ones_before_them_took(
         "nvidia.com/gpu in flavor h100, previously considered podsets requests (12) + current podset request (4) > "
         "maximum capacity (12)"
     )
+
+
+def test_excluded_resources_are_not_charged(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`resources.excludeResourcePrefixes` of the Kueue Configuration: what it names is not charged."""
+    job = _job(namespace="sandbox", queue="sandbox", template="single-gpu")
+    _pod(job)["containers"][0]["resources"]["limits"] = {"example.com/fpga": "1"}
+    code, [w], _ = _admit(repo, tmp_path, [job], capsys, cluster="lab")
+    assert (code, w["outcome"]) == (1, "never")
+    app = repo / "generated/lab/_hub/application/argocd/kueue-lab.yaml"
+    text = app.read_text()
+    mappings = "              deviceClassMappings:\n"
+    assert mappings in text
+    app.write_text(
+        text.replace(
+            mappings, "              excludeResourcePrefixes:\n              - example.com/\n" + mappings
+        )
+    )
+    code, [w], _ = _admit(repo, tmp_path, [job], capsys, cluster="lab")
+    assert (code, w["outcome"]) == (0, "admitted")
+    assert "example.com/fpga" not in w["podSets"][0]["perPod"]
+
+
+def test_with_a_dump_the_cluster_objects_decide(
+    repo: Path, tmp_path: Path, shared: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LocalQueue nlp-serve/nlp is in Git but was deleted on prod: admitted against Git, Inadmissible with the
+    dump (Kueue's "LocalQueue nlp doesn't exist"), decided at the job's queue label."""
+    job = _job(namespace="nlp-serve", queue="nlp", template="mig-1g")
+    code, [w], _ = _admit(repo, tmp_path, [job], capsys)
+    assert (code, w["outcome"]) == (0, "admitted")
+    path = tmp_path / "serve.yaml"
+    path.write_text(yaml.safe_dump(job))
+    dump = str(shared / "clusters/live/prod/dump.yaml")
+    code = main(
+        ["--root", str(repo), "admit", str(path), "--cluster", "prod", "--from", dump, "--format", "json"]
+    )
+    [w] = json.loads(capsys.readouterr().out)["workloads"]
+    assert (code, w["outcome"], w["kueueMessage"]) == (1, "inadmissible", "LocalQueue nlp doesn't exist")
+    label = next(n for n, line in enumerate(path.read_text().splitlines(), 1) if "queue-name" in line)
+    assert w["decidedAt"] == f"{path}:{label}"  # the kueue.x-k8s.io/queue-name label
