@@ -305,3 +305,24 @@ def test_pull_requests_only_read_the_pipeline_cache() -> None:
     runs = [str(s.get("run", "")) for s in steps]
     first = min(i for i, r in enumerate(runs) if "pipeline.py validate" in r or "pipeline.py check" in r)
     assert steps.index(cache) < first
+
+
+def test_the_admit_step_for_a_teams_repository_passes_actionlint(tmp_path: Path) -> None:
+    """docs/admit.md's workflow for a team's own repository is a valid workflow that runs `admit`."""
+    text = (REPO / "docs" / "admit.md").read_text()
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / ".github" / "workflows" / "admit.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(block)
+    done = subprocess.run(
+        [str(actionlint()), "-no-color", "-oneline", str(path)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    [job] = load(path)["jobs"].values()
+    assert steps_running(job, "pipeline.py --root platform admit")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(block.replace("runs-on: ubuntu-latest", "runs-on: [ubuntu-latest"))
+    bad = subprocess.run(
+        [str(actionlint()), "-no-color", "-oneline", str(broken)], capture_output=True, check=False
+    )
+    assert bad.returncode != 0

@@ -450,6 +450,13 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "base/kueue-config.yaml enables ray.io/raycluster and the cluster declares `frameworks: [batch/job]`",
         "`frameworks: [batch/job, ray.io/raycluster]` on that cluster",
     ),
+    (
+        "admit-input",
+        "admit",
+        "a job manifest given to `admit` is a Kubernetes object of a kind Kueue admits, managed by the cluster's Kueue (its integration enabled, a queue label or the namespace's default LocalQueue), whose claim templates exist in its namespace",
+        "a batch Job without the kueue.x-k8s.io/queue-name label in a namespace with no LocalQueue `default`; a ConfigMap; resourceClaimTemplateName naming no template",
+        "a batch Job labelled with its namespace's LocalQueue, using a claim template of that namespace",
+    ),
 )
 
 

@@ -127,7 +127,23 @@ def _parser() -> argparse.ArgumentParser:
     hp.add_argument(
         "--output", type=Path, default=Path("report.html"), help="HTML file (default: report.html)"
     )
+    _admit_parser(command("admit"))
     return p
+
+
+def _admit_parser(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "files", nargs="+", type=Path, metavar="FILE", help="job manifests (several documents each)"
+    )
+    ap.add_argument("--cluster", help="the cluster to judge against (needed when the repository has several)")
+    ap.add_argument(
+        "--from",
+        dest="from_dump",
+        type=Path,
+        metavar="DUMP",
+        help="a `kubectl get -o yaml` dump of the cluster: its queues, usage and admitted workloads",
+    )
+    ap.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
 
 def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentParser) -> None:
@@ -458,6 +474,10 @@ def _main(args: argparse.Namespace) -> int:
             from gputenancy.cli import commands
 
             return commands.cmd_budgets(root, args.cluster, args.format)
+        if args.command == "admit":
+            from gputenancy.admission import command as admit
+
+            return admit.main(root, args.files, args.cluster, args.from_dump, args.format)
         if args.command == "report":
             from gputenancy.deliver import htmlreport
 

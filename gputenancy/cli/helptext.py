@@ -115,6 +115,29 @@ COMMANDS: dict[str, Help] = {
         ((0, "written"), _FINDINGS),
         ("python pipeline.py report", "python pipeline.py report --cluster prod --output prod.html"),
     ),
+    "admit": Help(
+        "say before submission what Kueue will do with a job: its queue, charge, flavor and verdict",
+        "Read job manifests (batch Job, JobSet, PyTorchJob, TrainJob, RayJob, RayCluster, Pod, Deployment; "
+        "several documents per file) and judge each against the cluster as rendered in generated/<cluster>/ "
+        "(with --from, as a `kubectl get -o yaml` dump shows it, usage and admitted workloads included): its "
+        "LocalQueue and ClusterQueue, what Kueue charges per pod set (containers, init containers and "
+        "sidecars, overhead, claim templates through deviceClassMappings, the Configuration's "
+        "transformations), the flavor it gets and whether it is admitted, waits for quota (behind whom) or "
+        "can never run, with Kueue's own message and the fix. Workloads are judged in order: one admitted "
+        "uses quota the next ones do not get.",
+        (
+            (0, "every workload is admitted (now, with --from)"),
+            (
+                1,
+                "a workload can never run (Inadmissible, or no flavor can hold it), or findings in the input",
+            ),
+            (2, "a workload waits for quota"),
+        ),
+        (
+            "python pipeline.py admit jobs/train.yaml --cluster prod",
+            "python pipeline.py admit jobs/*.yaml --cluster lab --from lab-dump.yaml --format markdown",
+        ),
+    ),
 }
 
 SUBCOMMANDS: dict[str, Help] = {
@@ -153,6 +176,7 @@ GLOBALS: dict[str, tuple[str, ...]] = {
     "rules": (),
     "pr-comment": (),
     "job-summary": (),
+    "admit": ("--root",),
 }
 
 

@@ -31,6 +31,12 @@ def has_multiply_by(version: str) -> bool:
     return _key(minor_of(version)) >= _key(multiply_by_since())
 
 
+def retain_multiplied(version: str) -> bool:
+    """Whether a `strategy: Retain` transformation charges its input multiplied by `multiplyBy` (up to
+    v0.18) rather than as requested (v0.19 on): measured, shared/docs/hami-kueue-verified.md."""
+    return _key(minor_of(version)) <= _key(str(_table()["retainInputMultipliedThrough"]))
+
+
 def dra_capacity_gate() -> str:
     return str(_table()["draCapacityGate"])
 

@@ -32,8 +32,15 @@ from gputenancy.check.chain.builtview import (
     queue_of_namespace,
     spec_of,
 )
+from gputenancy.check.chain.charging import (
+    _q,
+    claim_device_classes,
+    config_transformations,
+    excluded_prefixes,
+    transformed,
+)
 from gputenancy.common.findings import Finding, Origin, Severity
-from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
+from gputenancy.inputs.quantity import ZERO, Quantity, parse
 from gputenancy.inputs.records import DEFAULT_POD_REQUESTS
 from gputenancy.versions import gates as kueuegates
 
@@ -45,21 +52,6 @@ ONE = parse(1)
 HELD = ("Hold", "HoldAndDrain")
 _NONE = Decimal(0)
 _TENANT = "\x00tenant\x00"
-
-
-def _q(value: Any) -> Quantity | None:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return None
-    return _parsed(type(value).__name__, value)
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(kind: str, value: str | int | float) -> Quantity | None:
-    """`kind` keeps 1 and 1.0 (equal keys) apart."""
-    try:
-        return parse(value)
-    except QuantityError:
-        return None
 
 
 def undeclared_ignored(config: Mapping[str, Any] | None, view: View) -> bool:
@@ -77,63 +69,12 @@ def undeclared_ignored(config: Mapping[str, Any] | None, view: View) -> bool:
     return bool(effective.get("QuotaCheckStrategy", False))
 
 
-def _excluded(config: Mapping[str, Any] | None) -> tuple[str, ...]:
-    resources = (config or {}).get("resources") or {}
-    prefixes = resources.get("excludeResourcePrefixes") if isinstance(resources, dict) else None
-    return tuple(p for p in prefixes or [] if isinstance(p, str))
-
-
-def _pod_requests(view: View) -> list[tuple[str, Quantity, Origin]]:
+def minimum_pod_requests(view: View) -> list[tuple[str, Quantity, Origin]]:
     stated = view.model.platform.pod_requests
     if stated:
         return list(stated)
     origin = Origin(view.model.platform.path, 1, 1)
     return [(name, parse(amount), origin) for name, amount in DEFAULT_POD_REQUESTS]
-
-
-Transformation = tuple[str, bool, tuple[tuple[str, Quantity], ...]]  # input, retained, outputs per unit
-
-
-def _transformations(config: Mapping[str, Any] | None) -> tuple[Transformation, ...]:
-    """`resources.transformations` of the Kueue Configuration: what Kueue charges instead of (Replace, the
-    default) or besides (Retain) an input resource."""
-    resources = (config or {}).get("resources") or {}
-    out: list[Transformation] = []
-    for t in resources.get("transformations") or [] if isinstance(resources, dict) else []:
-        if not isinstance(t, dict) or not isinstance(t.get("input"), str):
-            continue
-        outputs = t.get("outputs") or {}
-        per_unit = (
-            tuple((str(name), q) for name, q in ((n, _q(v)) for n, v in outputs.items()) if q is not None)
-            if isinstance(outputs, dict)
-            else ()
-        )
-        out.append((t["input"], t.get("strategy", "Retain") == "Retain", per_unit))
-    return tuple(out)
-
-
-def transformed(
-    needs: Mapping[str, tuple[Quantity, str]], transformations: tuple[Transformation, ...]
-) -> dict[str, tuple[Quantity, str]]:
-    """A pod's container requests as Kueue charges them after `resources.transformations`. A pod that
-    asks only for the platform minimum has no `multiplyBy` resource, which Kueue then reads as 1 (measured:
-    HAMi memory without nvidia.com/gpu is charged once)."""
-    out = dict(needs)
-    for source, retained, outputs in transformations:
-        if source not in needs:
-            continue
-        amount, why = needs[source]
-        if not retained:
-            out.pop(source, None)
-        for name, per_unit in outputs:
-            value = amount.value * per_unit.value
-            before = out.get(name)
-            total = Quantity(value + (before[0].value if before else _NONE), per_unit.format)
-            out[name] = (
-                total,
-                f"{source} {amount.canonical()} ({why}) transformed by the Kueue Configuration",
-            )
-    return out
 
 
 def _held(cq: Built) -> bool:
@@ -179,7 +120,7 @@ def _written_zeros(view: View, cq: Built) -> Written:
             stated.setdefault(fb.flavor, set()).add(resource)
             where.setdefault(resource, []).append(f"{fb.flavor} at {tenant.path}:{amount.origin.line}")
     out: Written = {}
-    for (flavor, resource), (nominal, _, _) in _quotas(spec_of(cq))[1].items():
+    for (flavor, resource), (nominal, _, _) in queue_quotas(spec_of(cq))[1].items():
         if nominal.value == 0 and flavor in origins and resource not in stated.get(flavor, set()):
             elsewhere = ", ".join(where.get(resource, [])) or "another flavor"
             out[(flavor, resource)] = (
@@ -193,7 +134,7 @@ Quota = tuple[Quantity, Quantity | None, Quantity | None]  # nominal, borrowingL
 Quotas = dict[tuple[str, str], Quota]  # (flavor, resource) -> quota
 
 
-def _quotas(spec: Mapping[str, Any]) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
+def queue_quotas(spec: Mapping[str, Any]) -> tuple[list[tuple[set[str], list[str]]], Quotas]:
     """Resource groups as (covered resources, flavor names in order) and every quota of a queue's spec."""
     groups: list[tuple[set[str], list[str]]] = []
     quotas: Quotas = {}
@@ -227,7 +168,7 @@ def lent(spec: Mapping[str, Any]) -> Lent:
     cohort = spec.get("cohortName")
     amounts = [
         (flavor, resource, lending.value if lending is not None else nominal.value)
-        for (flavor, resource), (nominal, _, lending) in _quotas(spec)[1].items()
+        for (flavor, resource), (nominal, _, lending) in queue_quotas(spec)[1].items()
     ]
     return (cohort if isinstance(cohort, str) else "", amounts)
 
@@ -272,7 +213,7 @@ class Pool:
         """The queue's resource groups and quotas (`_quotas`), worked out once."""
         found = self.queues.get(cq.name)
         if found is None:
-            found = self.queues[cq.name] = _quotas(spec_of(cq))
+            found = self.queues[cq.name] = queue_quotas(spec_of(cq))
         return found
 
     def described(self, tree: str) -> str:
@@ -323,20 +264,21 @@ class Pool:
 def _device_needs(rct: Built, mapped: Mapping[str, str]) -> dict[str, Quantity]:
     """Devices per quota resource a pod using the template is charged (Kueue sums the counts)."""
     needs: dict[str, int] = {}
-    devices = (spec_of(rct).get("spec") or {}).get("devices") or {}
+    spec = spec_of(rct).get("spec")
+    devices = (spec or {}).get("devices") or {} if isinstance(spec, dict) else {}
     for req in devices.get("requests") or [] if isinstance(devices, dict) else []:
         exactly = req.get("exactly") if isinstance(req, dict) else None
         if not isinstance(exactly, dict) or exactly.get("allocationMode", "ExactCount") != "ExactCount":
             continue
-        resource = mapped.get(str(exactly.get("deviceClassName")))
-        count = exactly.get("count", 1)
-        if resource is None or isinstance(count, bool) or not isinstance(count, int):
-            continue
-        needs[resource] = needs.get(resource, 0) + count
+        per_class, _, _ = claim_device_classes({"devices": {"requests": [{"exactly": exactly}]}})
+        for name, count in per_class.items():
+            resource = mapped.get(name)
+            if resource is not None:
+                needs[resource] = needs.get(resource, 0) + count
     return {resource: _q(n) or ZERO for resource, n in needs.items()}
 
 
-def _insufficient(resource: str, flavor: str, need: Quantity, cap: Quantity) -> str:
+def insufficient(resource: str, flavor: str, need: Quantity, cap: Quantity) -> str:
     """Kueue's reason (flavorassigner.go, without its "previously considered podsets requests (0) +")."""
     return (
         f'"insufficient quota for {resource} in flavor {flavor}, current podset request ({need.canonical()}) > '
@@ -362,10 +304,10 @@ def claim_admissible(view: View) -> Iterator[Finding]:
     """
     config, _ = kueue_configuration(view)
     mapped = mappings(config)
-    excluded = _excluded(config)
+    excluded = excluded_prefixes(config)
     ignore_undeclared = undeclared_ignored(config, view)
-    minimum = _pod_requests(view)
-    transformations = _transformations(config)
+    minimum = minimum_pod_requests(view)
+    transformations = config_transformations(config)
     pool = Pool.of(view)
     held: dict[str, tuple[Built, list[Built]]] = {
         cq.name: (cq, []) for cq in view.of(KUEUE, "ClusterQueue") if _held(cq)
@@ -474,7 +416,7 @@ def _verdict(
             reasons = []
             for resource, flavor, amount, cap in blocking:
                 zero = zeros().get((flavor, resource)) if cap.value == 0 else None
-                reasons.append(_insufficient(resource, flavor, amount, cap) + (f" ({zero})" if zero else ""))
+                reasons.append(insufficient(resource, flavor, amount, cap) + (f" ({zero})" if zero else ""))
             problems.append(
                 f"no flavor of ClusterQueue {cq.name!r} can ever hold a pod using it ({asks}); Kueue says "
                 f"{'; '.join(reasons)}; raise the budget (nominal or borrowingLimit) in {_TENANT} or lower what "

@@ -1,0 +1,1 @@
+"""admit: a workload -> what Kueue charges, on which queue and flavor, and the verdict."""
