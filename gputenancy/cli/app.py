@@ -127,7 +127,21 @@ def _parser() -> argparse.ArgumentParser:
     hp.add_argument(
         "--output", type=Path, default=Path("report.html"), help="HTML file (default: report.html)"
     )
+    _status_parser(command("status"))
     return p
+
+
+def _status_parser(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--cluster", help="the cluster the dump is of (default: read from the dump)")
+    source = sp.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--from", dest="source", type=Path, help="what `kubectl get ... -o yaml` printed (see below)"
+    )
+    source.add_argument("--context", help="run kubectl (get only) against this kubeconfig context")
+    sp.add_argument(
+        "--schemas", type=Path, default=None, help="Kueue CRDs directory (env GPUTENANCY_SCHEMAS)"
+    )
+    sp.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
 
 def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentParser) -> None:
@@ -478,6 +492,20 @@ def _main(args: argparse.Namespace) -> int:
                 hint_schemas=args.schemas,
             )
         schemas = _schemas(args.schemas, root)
+        if args.command == "status":
+            from gputenancy.live import view
+
+            return view.command(
+                root,
+                source=args.source,
+                context=args.context,
+                cluster=args.cluster,
+                schemas=schemas,
+                fmt=args.format,
+                findings_format=report.default_format(),
+                emit=sys.stdout.write,
+                emit_notes=sys.stderr.write,
+            )
         if args.command in ("plan", "publish"):
             return _plan_commands(args, root, schemas)
         if args.command == "validate":

@@ -57,7 +57,7 @@ class GitConfig:
 
     @property
     def body(self) -> Mapping[str, Any]:
-        data = yaml.load(self.text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = fastyaml.load(self.text)
         return data if isinstance(data, Mapping) else {}
 
     @property

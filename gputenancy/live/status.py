@@ -16,6 +16,8 @@ from gputenancy.cluster.dump import Dump, LiveObject, read_dump
 from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.inputs.spec import Model
 from gputenancy.live import devices, drift, git, manager, teams
+from gputenancy.live.devices import DeviceRow
+from gputenancy.live.manager import ManagerState
 from gputenancy.policy.catalog import Catalog, effective_catalog
 from gputenancy.render import hub, kueueconfig
 
@@ -30,8 +32,8 @@ class Status:
     source: str  # the dump as shown, or the kubectl context
     git: str  # generated/<cluster>
     objects: tuple[drift.ObjectState, ...]
-    manager: manager.ManagerState | None
-    devices: tuple[devices.DeviceRow, ...]
+    manager: ManagerState | None
+    devices: tuple[DeviceRow, ...]
     usage: tuple[teams.Usage, ...]
     queues: tuple[teams.QueueState, ...]
     waiting: tuple[teams.Waiting, ...]
@@ -44,7 +46,7 @@ class Status:
         return tuple(o for o in self.objects if o.differs)
 
     @property
-    def short_devices(self) -> tuple[devices.DeviceRow, ...]:
+    def short_devices(self) -> tuple[DeviceRow, ...]:
         return tuple(r for r in self.devices if r.short > 0)
 
     @property
@@ -211,7 +213,7 @@ def of(
             "check`; the manager is compared with generated/ (what Argo CD syncs)"
         )
     flavors = {
-        o.name: dict(((o.body.get("spec") or {}).get("nodeLabels") or {}))
+        o.name: dict((o.body.get("spec") or {}).get("nodeLabels") or {})
         for o in side.objects
         if o.kind == "ResourceFlavor"
     }
