@@ -160,6 +160,14 @@ def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentP
         "before and after and findings on the files changed since it come first",
     )
     plan_p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    live = plan_p.add_mutually_exclusive_group()
+    live.add_argument(
+        "--live",
+        type=Path,
+        help="the cluster as `status --from` reads it: a drained tenant's removal is refused while its "
+        "queues hold workloads, allowed when they are empty",
+    )
+    live.add_argument("--context", help="as --live, reading the cluster with kubectl (get only)")
     plan_p.add_argument("--output", type=Path, default=None, help="write the plan to FILE instead of stdout")
     publish_p.add_argument("--repo", help="deploy repository URL or PATH (default: this repository)")
     publish_p.add_argument("--branch", help="deploy branch (default: the deploy repository's default branch)")
@@ -181,6 +189,11 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
         from gputenancy.deliver import planview
 
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        live = None
+        if args.live is not None or args.context is not None:
+            from gputenancy.live import status
+
+            live = status.read(args.live, args.context)
         return planview.command(
             root,
             cluster=args.cluster,
@@ -193,6 +206,7 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
             findings_format=report.default_format(),
             emit=sys.stdout.write,
             emit_notes=sys.stderr.write,
+            live=live,
         )
     from gputenancy.deliver import publish
 

@@ -143,7 +143,7 @@ def owners_of(body: Mapping[str, Any], path: str, *others: Any) -> tuple[Manager
     help read the path."""
     walk = steps(path, body, *others)
     entries = managers(body)
-    while walk:
+    while walk:  # never the empty path: every manager owns some of the object
         found = tuple(m for m, trie in entries if owns(trie, walk))
         if found:
             return found

@@ -287,7 +287,7 @@ def command(
         dump = live_status.read(source, context)
         found = live_status.build(root, dump, cluster=cluster, schemas=schemas)
     except PipelineError as exc:
-        emit_notes(report.format_findings(list(exc.findings), "json" if fmt == "json" else findings_format))
+        emit(report.format_findings(list(exc.findings), "json" if fmt == "json" else findings_format))
         return 1
     emit(render(found, fmt))
     if fmt != "json":
