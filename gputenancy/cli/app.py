@@ -90,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     bp = command("budgets")
     bp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
     bp.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    bp.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        help="a cluster dump (`status --help` gives the kubectl line): add what each tenant uses there",
+    )
     rp = command("rules")
     rp.add_argument("rule_id", nargs="?", metavar="ID", help="explain this rule")
     sc = command("schemas")
@@ -126,6 +132,12 @@ def _parser() -> argparse.ArgumentParser:
     hp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
     hp.add_argument(
         "--output", type=Path, default=Path("report.html"), help="HTML file (default: report.html)"
+    )
+    hp.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        help="a cluster dump (`status --help` gives the kubectl line): add what each tenant uses there",
     )
     _status_parser(command("status"))
     return p
@@ -485,11 +497,13 @@ def _main(args: argparse.Namespace) -> int:
         if args.command == "budgets":
             from gputenancy.cli import commands
 
-            return commands.cmd_budgets(root, args.cluster, args.format)
+            return commands.cmd_budgets(root, args.cluster, args.format, args.source)
         if args.command == "report":
             from gputenancy.deliver import htmlreport
 
-            return htmlreport.command(root, args.cluster, args.output, sys.stdout.write, sys.stderr.write)
+            return htmlreport.command(
+                root, args.cluster, args.output, sys.stdout.write, sys.stderr.write, args.source
+            )
         if args.command == "schemas":
             from gputenancy.deliver import fetch
             from gputenancy.versions import releases

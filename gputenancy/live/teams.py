@@ -228,3 +228,13 @@ def by_queue(dump: Dump) -> dict[str, dict[str, list[str]]]:
         if state != "finished":
             out[cluster_queue_of(wl, dump)][state].append(f"{wl.namespace}/{wl.name}")
     return {q: dict(v) for q, v in out.items()}
+
+
+def used(dump: Dump, cluster: str) -> dict[tuple[str, str, str, str], tuple[Quantity, Quantity, Quantity]]:
+    """(cluster, tenant, flavor, resource) -> (in use, reserved, borrowed) of the tenants' ClusterQueues
+    (the tenant by its `gputenancy.io/tenant` label; a queue Git does not hold is left out)."""
+    out: dict[tuple[str, str, str, str], tuple[Quantity, Quantity, Quantity]] = {}
+    for u in usage(dump):
+        if u.tenant:
+            out[(cluster, u.tenant, u.flavor, u.resource)] = (u.used, u.reserved, u.borrowed)
+    return out
