@@ -160,6 +160,11 @@ def test_prod_differs_in_exactly_what_its_readme_lists(repo: Path) -> None:
     ]
     assert "fpga.example.com" in s.waiting[1].link and "catalog" in s.waiting[1].link
     assert s.inactive == ()
+    # speech's quota raised by hand: the cohort holds 17 H100 on the cluster against 16 in Git, all in use
+    assert [
+        (c.cohort, c.flavor, c.resource, c.live.canonical(), c.git.canonical(), c.used.canonical())
+        for c in s.cohorts
+    ] == [("research", "h100", "nvidia.com/gpu", "17", "16", "17")]
 
 
 @pytest.mark.parametrize("cluster", ["lab", "prod"])
@@ -362,3 +367,37 @@ def test_plan_live_allows_removing_a_drained_tenant_whose_queue_is_empty(
     out = capsys.readouterr()
     assert "tenant-removal" not in out.err
     assert "shows ClusterQueue speech empty" in out.out
+
+
+def test_budgets_from_adds_what_each_tenant_uses_on_the_cluster(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--root", str(repo), "budgets", "--from", str(_dump("prod")), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {p["cluster"] for p in doc["pools"]} == {"prod"}
+    grants = {(g["tenant"], g["flavor"], g["resource"]): g for p in doc["pools"] for g in p["grants"]}
+    assert grants[("nlp", "h100", "nvidia.com/gpu")]["usage"] == {
+        "inUse": "8",
+        "reserved": "8",
+        "borrowed": "2",
+    }
+    assert grants[("vision", "h100", "nvidia.com/gpu")]["usage"] == {
+        "inUse": "9",
+        "reserved": "9",
+        "borrowed": "1",
+    }
+    assert grants[("speech", "a100-mig", "nvidia.com/mig-1g.10gb")]["usage"]["inUse"] == "2"
+    assert main(["--root", str(repo), "budgets", "--from", str(_dump("prod")), "--format", "markdown"]) == 0
+    assert "| in use | reserved | borrowed |" in capsys.readouterr().out
+    assert main(["--root", str(repo), "budgets", "--cluster", "prod"]) == 0
+    assert "uses" not in capsys.readouterr().out  # without --from, the budgets alone
+
+
+def test_report_from_draws_what_each_tenant_uses(repo: Path, tmp_path: Path) -> None:
+    page = tmp_path / "prod.html"
+    code = main(["--root", str(repo), "report", "--from", str(_dump("prod")), "--output", str(page)])
+    assert code == 0
+    text = page.read_text()
+    # the cohort runs 17 H100 against the 16 of Git: speech's quota raised by hand let nlp borrow
+    assert "prod h100 nvidia.com/gpu: nominal 16 of 16, headroom 0, in use 17</figcaption>" in text
+    assert "the black tick what each tenant uses on the cluster" in text

@@ -40,6 +40,7 @@ class Status:
     workloads: Mapping[str, int]
     findings: tuple[Finding, ...]
     notes: tuple[str, ...] = ()
+    cohorts: tuple[teams.CohortRow, ...] = ()  # quota of a cohort on the cluster that is not Git's
 
     @property
     def drifted(self) -> tuple[drift.ObjectState, ...]:
@@ -233,4 +234,5 @@ def of(
         teams.counts(dump),
         tuple(sorted(findings)),
         (*notes, *(kueue.notes if kueue else ())),
+        tuple(teams.cohorts(dump, [o.body for o in side.objects if o.kind == "ClusterQueue"])),
     )

@@ -238,3 +238,46 @@ def used(dump: Dump, cluster: str) -> dict[tuple[str, str, str, str], tuple[Quan
         if u.tenant:
             out[(cluster, u.tenant, u.flavor, u.resource)] = (u.used, u.reserved, u.borrowed)
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class CohortRow:
+    """One quota resource of a cohort whose nominal quota on the cluster is not Git's."""
+
+    cohort: str
+    flavor: str
+    resource: str
+    live: Quantity  # sum of the member ClusterQueues' nominalQuota on the cluster
+    git: Quantity  # in generated/
+    used: Quantity
+
+
+def _nominal(bodies: list[Mapping[str, Any]]) -> dict[tuple[str, str, str], Quantity]:
+    out: dict[tuple[str, str, str], Quantity] = {}
+    for body in bodies:
+        spec = body.get("spec") or {}
+        cohort = spec.get("cohortName")
+        if not cohort:
+            continue
+        for group in spec.get("resourceGroups") or []:
+            for f in (group or {}).get("flavors") or []:
+                for r in (f or {}).get("resources") or []:
+                    key = (str(cohort), str(f.get("name")), str(r.get("name")))
+                    out[key] = out.get(key, ZERO) + (_q(r.get("nominalQuota")) or ZERO)
+    return out
+
+
+def cohorts(dump: Dump, git_queues: list[Mapping[str, Any]]) -> list[CohortRow]:
+    """Per cohort, flavor and resource where the cluster's members hold other quota than Git's."""
+    live_cqs = dump.of_kind("ClusterQueue")
+    live, git = _nominal([o.body for o in live_cqs]), _nominal(git_queues)
+    cohort_of = {o.name: str((o.body.get("spec") or {}).get("cohortName") or "") for o in live_cqs}
+    used: dict[tuple[str, str, str], Quantity] = {}
+    for u in usage(dump):
+        key = (cohort_of.get(u.queue, ""), u.flavor, u.resource)
+        used[key] = used.get(key, ZERO) + u.used
+    return [
+        CohortRow(*key, live.get(key, ZERO), git.get(key, ZERO), used.get(key, ZERO))
+        for key in sorted(live.keys() | git.keys())
+        if live.get(key, ZERO) != git.get(key, ZERO)
+    ]

@@ -131,6 +131,11 @@ def text(s: Status) -> str:
             for u in _usage_rows(s)
         ],
     )
+    for c in s.cohorts:
+        out.append(
+            f"  cohort {c.cohort} {c.flavor} {c.resource}: nominal {_q(c.live)} on the cluster, {_q(c.git)} in Git; "
+            f"{_q(c.used)} in use"
+        )
     w = s.workloads
     out.append(
         f"  workloads: {w.get('admitted', 0)} admitted, {w.get('reserved', 0)} reserving quota, {w.get('pending', 0)} pending"
@@ -220,6 +225,12 @@ def markdown(s: Status) -> str:
                 f"{_q(u.nominal)} | {_q(u.used)} | {_q(u.reserved)} | {_q(u.borrowed)} |"
             )
         out.append("")
+    for row in s.cohorts:
+        out.append(
+            f"- cohort {_code(row.cohort)} {_code(row.flavor)} {_code(row.resource)}: nominal {_q(row.live)} on "
+            f"the cluster, {_q(row.git)} in Git; {_q(row.used)} in use"
+        )
+    out += [""] if s.cohorts else []
     if s.waiting:
         out += ["### Pending workloads", ""]
         for g in s.waiting:
@@ -260,6 +271,7 @@ def as_json(s: Status) -> str:
         "queues": _plain(s.queues),
         "pending": _plain(s.waiting),
         "workloads": dict(s.workloads),
+        "cohorts": _plain(s.cohorts),
         "findings": [dataclasses.asdict(f) | {"severity": f.severity.value} for f in s.findings],
         "notes": list(s.notes),
     }
