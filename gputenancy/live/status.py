@@ -72,11 +72,14 @@ def _labels(o: LiveObject) -> Mapping[str, str]:
     return (o.body.get("metadata") or {}).get("labels") or {}
 
 
-def identify(dump: Dump, model: Model, cluster: str | None, root: Path) -> str:
+def identify(
+    dump: Dump, model: Model, cluster: str | None, root: Path, sides: dict[str, git.GitSide] | None = None
+) -> str:
     """The cluster the dump is of. The pipeline's objects in it (`app.kubernetes.io/managed-by:
     gputenancy`) say so: by the `gputenancy.io/cluster` label where the overlay adds it, else by their
     names, matched against each cluster's generated/ tree. A dump that --cluster names wrongly is an
-    error naming the cluster it is of."""
+    error naming the cluster it is of. `sides`: the generated/ trees read on the way, by cluster."""
+    sides = {} if sides is None else sides
     where = Origin(dump.path)
     if not dump.of_kind("Namespace"):
         raise PipelineError(
@@ -97,8 +100,8 @@ def identify(dump: Dump, model: Model, cluster: str | None, root: Path) -> str:
         names = ", ".join(f"{n!r} ({o.kind} {o.name} at line {o.line})" for n, o in sorted(labelled.items()))
         raise PipelineError([where.finding(RULE, f"objects of several clusters in one dump: {names}")])
     found = next(iter(labelled), None)
-    if found is None and ours and (cluster is None or _fit(root, cluster, ours) * 2 < len(ours)):
-        fits = {c: _fit(root, c, ours) for c in sorted(model.clusters)}
+    if found is None and ours and (cluster is None or _fit(root, cluster, ours, sides) * 2 < len(ours)):
+        fits = {c: _fit(root, c, ours, sides) for c in sorted(model.clusters)}
         best = max(fits, key=lambda c: fits[c])
         found = best if fits[best] * 2 >= len(ours) else None
         if found is None and cluster is not None:
@@ -148,10 +151,10 @@ def identify(dump: Dump, model: Model, cluster: str | None, root: Path) -> str:
     return name
 
 
-def _fit(root: Path, cluster: str, ours: list[LiveObject]) -> int:
+def _fit(root: Path, cluster: str, ours: list[LiveObject], sides: dict[str, git.GitSide]) -> int:
     """How many of the pipeline's live objects generated/<cluster>/ holds (0 without the directory)."""
     try:
-        side = git.read(root, cluster)
+        side = sides.get(cluster) or sides.setdefault(cluster, git.read(root, cluster))
     except PipelineError:
         return 0
     held = {o.key for o in side.objects}
@@ -182,10 +185,11 @@ def build(root: Path, dump: Dump, *, cluster: str | None = None, schemas: Path |
 def of(
     root: Path, model: Model, dump: Dump, *, cluster: str | None = None, schemas: Path | None = None
 ) -> Status:
-    name = identify(dump, model, cluster, root)
+    sides: dict[str, git.GitSide] = {}
+    name = identify(dump, model, cluster, root, sides)
     record = model.clusters[name]
     catalog = effective_catalog(model)
-    side = git.read(root, name)
+    side = sides.get(name) or git.read(root, name)
     crd_dir = checks.crd_dir_for(schemas, record.kueue_version)
     notes: list[str] = []
     if crd_dir is None:
