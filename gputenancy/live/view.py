@@ -258,6 +258,7 @@ def _plain(value: Any) -> Any:
 
 def as_json(s: Status) -> str:
     doc = {
+        "schema": "gputenancy.status/v1",
         "cluster": s.cluster,
         "source": s.source,
         "git": s.git,
