@@ -438,7 +438,8 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "the push succeeds (retried on races)",
         "a remote that rejects the push",
         "a reachable remote",
-    ),    (
+    ),
+    (
         "dump-cluster",
         "status",
         "the dump `status` and `plan --live` read is what `kubectl get` prints for a cluster (namespaces "
