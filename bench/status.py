@@ -8,7 +8,7 @@ with server-owned metadata and Argo CD's managedFields, ClusterQueues with a sta
 flavor), the tenants' and the system's namespaces, one ResourceSlice per eight declared devices, one
 admitted Workload per tenant, the manager's ConfigMap and Deployment; then drift on 1% of the
 ClusterQueues (a quota raised by `kubectl-edit`) and one LocalQueue deleted. It measures, in this one
-process and one run: reading the dump, `status` from the dump (read, compare, devices, teams), and a
+process and one run (each step twice, the shorter kept): reading the dump, `status` from the dump (read, compare, devices, teams), and a
 `plan` with nothing changed on the same fleet (render from the warm cache and compare with generated/),
 and prints the ratios side by side. Nothing here is a test.
 """
@@ -211,6 +211,12 @@ def _timed(fn: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
+def _best(fn: Any, runs: int = 2) -> tuple[float, Any]:
+    """The shorter of `runs` timings (the machine is shared: the shorter is the one less disturbed)."""
+    timings = [_timed(fn) for _ in range(runs)]
+    return min(timings, key=lambda t: t[0])
+
+
 def run(tenants: int, out: Path, schemas: Path | None) -> str:
     from gputenancy import engine
     from gputenancy.assemble import output, swap
@@ -225,18 +231,19 @@ def run(tenants: int, out: Path, schemas: Path | None) -> str:
     dump_path = out / f"{cluster}-dump.yaml"
     objects = build_dump(out, cluster, dump_path)
     with engine.without_cycle_collection():
-        read_s, _ = _timed(lambda: read_dump(dump_path))
-        status_s, found = _timed(
-            lambda: status.build(out, read_dump(dump_path), cluster=cluster, schemas=schemas)
-        )
 
         def no_change() -> Any:
             again = engine.run(out, cluster=cluster, schemas=schemas)
             trees, label = plan.read_against(out, None)
             return plan.build(again, trees, label=label, cluster=cluster)
 
-        plan_s, made_plan = _timed(no_change)
-        model_s, _ = _timed(lambda: engine.check_only(out, cluster))
+        plan_s, made_plan = _best(no_change)
+        status_s, found = _best(
+            lambda: status.build(out, read_dump(dump_path), cluster=cluster, schemas=schemas)
+        )
+        read_s, dump = _best(lambda: read_dump(dump_path))
+        model_s, (model, _) = _best(lambda: engine.check_only(out, cluster))
+        rest_s, _ = _best(lambda: status.of(out, model, dump, cluster=cluster, schemas=schemas))
     size = dump_path.stat().st_size / 2**20
     lines = [
         f"status on {tenants} tenants: cluster {cluster}, {made.placements[cluster]} tenants on it, "
@@ -249,8 +256,7 @@ def run(tenants: int, out: Path, schemas: Path | None) -> str:
         f"| status from the dump (all of it) | {status_s:.2f} | {status_s / plan_s:.2f} |",
         f"| of which: reading the dump | {read_s:.2f} | {read_s / plan_s:.2f} |",
         f"| of which: loading the model (check_only) | {model_s:.2f} | {model_s / plan_s:.2f} |",
-        f"| of which: the rest (generated/, compare, devices, teams) | {max(0.0, status_s - read_s - model_s):.2f} | "
-        f"{max(0.0, status_s - read_s - model_s) / plan_s:.2f} |",
+        f"| of which: the rest (generated/, compare, devices, teams) | {rest_s:.2f} | {rest_s / plan_s:.2f} |",
     ]
     return "\n".join(lines) + "\n"
 

@@ -401,3 +401,19 @@ def test_report_from_draws_what_each_tenant_uses(repo: Path, tmp_path: Path) -> 
     # the cohort runs 17 H100 against the 16 of Git: speech's quota raised by hand let nlp borrow
     assert "prod h100 nvidia.com/gpu: nominal 16 of 16, headroom 0, in use 17</figcaption>" in text
     assert "the black tick what each tenant uses on the cluster" in text
+
+
+def test_a_tenants_namespace_missing_on_the_cluster_is_a_difference_argo_cd_cannot_mend(
+    repo: Path, tmp_path: Path
+) -> None:
+    def change(items: list[dict[str, Any]]) -> None:
+        items[:] = [o for o in items if not (o["kind"] == "Namespace" and o["metadata"]["name"] == "sandbox")]
+
+    s = _status(repo, _derived(tmp_path, "lab", change))
+    ((missing),) = s.drifted
+    assert (missing.state, missing.title, missing.origin.path) == (
+        "missing",
+        "Namespace sandbox",
+        "tenants/sandbox.yaml",
+    )
+    assert "CreateNamespace=false" in missing.argocd

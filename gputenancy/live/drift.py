@@ -13,7 +13,7 @@ ResourceSlices the DRA drivers publish, the DeviceClasses of drivers the platfor
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,14 +83,38 @@ class ObjectState:
 
 
 def compare_objects(
-    git: GitSide, dump: Dump, *, expected_namespaces: set[str], driver_classes: set[str], crd_dir: Path | None
-) -> list[ObjectState]:
-    """Every Git object of a kind the dump was read for, and every live object Git lacks."""
+    git: GitSide,
+    dump: Dump,
+    *,
+    expected_namespaces: set[str],
+    driver_classes: set[str],
+    crd_dir: Path | None,
+    tenant_namespaces: Mapping[str, str] | None = None,
+) -> tuple[list[ObjectState], dict[str, int]]:
+    """Every Git object of a kind the dump was read for, and every live object Git lacks; and the kinds
+    of Git's objects the dump does not hold (not compared), with their counts. `tenant_namespaces`
+    (namespace -> tenant file): a namespace of a tenant missing on the cluster is a difference too."""
     live = {o.key: o for o in dump.objects}
     read = {o.kind for o in dump.objects} | set(KINDS)
     out: list[ObjectState] = []
+    unread: dict[str, int] = {}
+    for ns, source in sorted((tenant_namespaces or {}).items()):
+        if ("Namespace", "", ns) not in live and any(g.namespace == ns for g in git.objects):
+            out.append(
+                ObjectState(
+                    "Namespace",
+                    "",
+                    ns,
+                    "missing",
+                    Origin(source, 1, 1),
+                    argocd="does not create it (its Applications sync with CreateNamespace=false): create it, "
+                    "or the tenant's objects in it fail to apply",
+                    source=source,
+                )
+            )
     for g in git.objects:
         if g.kind not in read:
+            unread[g.kind] = unread.get(g.kind, 0) + 1
             continue
         found = live.get(g.key)
         if found is None:
@@ -115,7 +139,7 @@ def compare_objects(
             s.namespace,
             s.name,
         ),
-    )
+    ), unread
 
 
 def _compared(g: GitObject, live: LiveObject, crd_dir: Path | None) -> ObjectState:

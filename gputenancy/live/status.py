@@ -197,13 +197,17 @@ def of(
             "no Kueue CRDs (--schemas, $GPUTENANCY_SCHEMAS or .gputenancy-schemas/): defaults the API "
             "server writes are not filled in before comparing; `python pipeline.py schemas fetch` gets them"
         )
-    objects = drift.compare_objects(
+    objects, unread = drift.compare_objects(
         side,
         dump,
         expected_namespaces=expected_namespaces(model, name),
         driver_classes=driver_classes(catalog),
         crd_dir=crd_dir,
+        tenant_namespaces={n: t.path for t in model.tenants_on(name) for n, _ in t.namespaces},
     )
+    if unread:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(unread.items()))
+        notes.append(f"not compared, the dump does not hold these kinds: {kinds} of {side.directory}")
     built, _ = kueueconfig.build(model, record, catalog)
     kueue = manager.state(
         name,
