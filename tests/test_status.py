@@ -417,3 +417,38 @@ def test_a_tenants_namespace_missing_on_the_cluster_is_a_difference_argo_cd_cann
         "tenants/sandbox.yaml",
     )
     assert "CreateNamespace=false" in missing.argocd
+
+
+def test_adopted_objects_inactive_queues_and_a_value_argo_cd_last_wrote(repo: Path, tmp_path: Path) -> None:
+    def change(items: list[dict[str, Any]]) -> None:
+        vision = _find(items, "ClusterQueue", "vision")  # made by hand before Argo CD's first sync
+        for entry in vision["metadata"]["managedFields"]:
+            entry["manager"] = (
+                "kubectl-create" if entry["manager"] == "argocd-controller" else entry["manager"]
+            )
+        flavor = _find(items, "ResourceFlavor", "a100-mig")  # Git changed since Argo CD's last sync
+        flavor["spec"]["nodeLabels"]["nvidia.com/gpu.product"] = "NVIDIA-A100-OLD"
+        queue = next(o for o in items if o["kind"] == "LocalQueue" and o["metadata"]["namespace"] == "speech")
+        queue["status"]["conditions"] = [
+            {
+                "type": "Active",
+                "status": "False",
+                "reason": "ClusterQueueIsInactive",
+                "message": "Can't submit",
+            }
+        ]
+
+    s = _status(repo, _derived(tmp_path, "prod", change))
+    states = {o.title: o for o in s.drifted}
+    assert states["ClusterQueue vision"].state == "adopted"
+    assert "adopts it at its next sync" in states["ClusterQueue vision"].argocd
+    ((label),) = states["ResourceFlavor a100-mig"].changes
+    assert label.path == "spec.nodeLabels.nvidia.com/gpu.product" and not label.by_hand
+    assert [m.name for m in label.managers] == ["argocd-controller"]
+    ((inactive),) = s.inactive
+    assert (inactive.kind, inactive.namespace, inactive.name, inactive.reason) == (
+        "LocalQueue",
+        "speech",
+        "speech",
+        "ClusterQueueIsInactive",
+    )

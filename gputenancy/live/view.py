@@ -45,7 +45,11 @@ def _code(value: str) -> str:
 
 
 def _change(c: FieldChange) -> str:
-    return f"{c.path}: {_value(c.live)} -> {_value(c.git)} (live value set by {c.by}; Git: {c.origin.path}:{c.origin.line})"
+    since = "; Git changed since Argo CD applied it" if c.managers and not c.by_hand else ""
+    return (
+        f"{c.path}: {_value(c.live)} -> {_value(c.git)} (live value set by {c.by}{since}; "
+        f"Git: {c.origin.path}:{c.origin.line})"
+    )
 
 
 def _object(o: ObjectState) -> list[str]:
