@@ -452,3 +452,22 @@ def test_adopted_objects_inactive_queues_and_a_value_argo_cd_last_wrote(repo: Pa
         "speech",
         "ClusterQueueIsInactive",
     )
+
+
+def test_strings_from_the_cluster_cannot_take_over_the_terminal_or_the_markdown(
+    repo: Path, tmp_path: Path
+) -> None:
+    from gputenancy.live import view
+
+    def change(items: list[dict[str, Any]]) -> None:
+        speech = _find(items, "ClusterQueue", "speech")
+        for entry in speech["metadata"]["managedFields"]:
+            if entry["manager"] == "kubectl-edit":
+                entry["manager"] = "kubectl-edit\n::error::forged\x1b[31m"
+
+    s = _status(repo, _derived(tmp_path, "prod", change))
+    text = view.render(s, "text")
+    assert "\x1b" not in text and not any(line.startswith("::") for line in text.splitlines())
+    assert "kubectl-edit\\x0a::error::forged\\x1b[31m" in text
+    markdown = view.render(s, "markdown")
+    assert "\x1b" not in markdown and "\n::error" not in markdown

@@ -158,7 +158,8 @@ def text(s: Status) -> str:
             if g.link:
                 out.append(f"      missing link: {g.link}")
     out += ["", summary(s)]
-    return "\n".join(out) + "\n"
+    # names and messages come from the cluster (field managers, Kueue's reasons): one visible line each
+    return "\n".join(safetext.visible(line) for line in out) + "\n"
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -240,7 +241,7 @@ def markdown(s: Status) -> str:
         for g in s.waiting:
             link = f"; missing link: {_code(g.link)}" if g.link else ""
             out.append(
-                f"- {g.reason} on {_code(g.queue)}: {', '.join(_code(n) for n in g.workloads)}: {_code(g.message)}{link}"
+                f"- {_code(g.reason)} on {_code(g.queue)}: {', '.join(_code(n) for n in g.workloads)}: {_code(g.message)}{link}"
             )
         out.append("")
     return "\n".join(out) + "\n"
