@@ -471,3 +471,17 @@ def test_strings_from_the_cluster_cannot_take_over_the_terminal_or_the_markdown(
     assert "kubectl-edit\\x0a::error::forged\\x1b[31m" in text
     markdown = view.render(s, "markdown")
     assert "\x1b" not in markdown and "\n::error" not in markdown
+
+
+def test_a_helm_install_with_an_edited_config_map_says_what_the_manager_loaded_cannot_be_told(
+    repo: Path, tmp_path: Path
+) -> None:
+    def change(items: list[dict[str, Any]]) -> None:
+        cm = _find(items, "ConfigMap", "kueue-manager-config")
+        text = cm["data"]["controller_manager_config.yaml"]
+        cm["data"]["controller_manager_config.yaml"] = text.replace("qps: 50", "qps: 5")
+
+    s = _status(repo, _derived(tmp_path, "lab", change))
+    assert s.differs and s.manager is not None and s.manager.marker is None
+    assert [(c.path, c.live, c.git) for c in s.manager.changes] == [("clientConnection.qps", 5, 50)]
+    assert "no restart marker (helm)" in s.manager.restart and "rollout restart" in s.manager.restart
