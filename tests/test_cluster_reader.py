@@ -252,3 +252,28 @@ def test_read_live_runs_the_real_kubectl_and_reports_an_unreachable_cluster(
         kubectl.read_live("nowhere")
     (finding,) = err.value.findings
     assert finding.rule == "kubectl-read" and "kubectl --context nowhere get namespaces," in finding.message
+
+
+def test_the_documented_kubectl_line_writes_a_file_the_reader_reads() -> None:
+    """Both commands print a List; the line separates them into two documents."""
+    line = kubectl.command_line()
+    assert "; echo ---; " in line
+    lists = [
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: team-a}\n",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n"
+        "  metadata: {name: kueue-manager-config, namespace: kueue-system}\n"
+        "  data: {controller_manager_config.yaml: 'kind: Configuration'}\n",
+    ]
+    dump = read_text(("\n---\n".join(lists)).encode(), "cluster.yaml")
+    assert [o.key for o in dump.objects] == [
+        ("Namespace", "", "team-a"),
+        ("ConfigMap", "kueue-system", "kueue-manager-config"),
+    ]
+    assert dump.objects[1].line == 12  # the item, after the separator and the List header
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    shown = [p.name for p in docs.glob("*.md") if "kubectl get namespaces," in p.read_text()]
+    assert shown, "no page shows the kubectl line"
+    for name in shown:
+        assert line in (docs / name).read_text(), (
+            f"docs/{name} shows another kubectl line than `status --help`"
+        )

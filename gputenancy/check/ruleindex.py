@@ -457,6 +457,31 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "a batch Job without the kueue.x-k8s.io/queue-name label in a namespace with no LocalQueue `default`; a ConfigMap; resourceClaimTemplateName naming no template",
         "a batch Job labelled with its namespace's LocalQueue, using a claim template of that namespace",
     ),
+    (
+        "dump-cluster",
+        "status",
+        "the dump `status` and `plan --live` read is what `kubectl get` prints for a cluster (namespaces "
+        "included) and of the cluster named: the pipeline's objects in it carry its gputenancy.io/cluster "
+        "label, or are those of its generated/ tree",
+        "`status --cluster prod --from lab.yaml`; a file of objects without a Namespace",
+        "`status --from prod.yaml` (the cluster read from the dump)",
+    ),
+    (
+        "status-git",
+        "status",
+        "generated/<cluster>/, what Argo CD syncs and `status` compares with, exists and is readable YAML",
+        "`status` on a cluster never rendered",
+        "`python pipeline.py render` committed",
+    ),
+    (
+        "live-devices",
+        "status",
+        "(warning) the DRA drivers publish at least the devices an overlay's capacity declares, matched to "
+        "each flavor by the DeviceClass's selectors, the inventory's attributes and the nodes' labels; "
+        "more than declared is a note",
+        "`gpu.nvidia.com: 16` on h100 with one of its two nodes down (8 published)",
+        "16 H100 published by two nodes",
+    ),
 )
 
 
@@ -518,6 +543,7 @@ def all_rules() -> list[RuleDoc]:
         "plan",
         "publish",
         "schemas",
+        "status",
     )
     seen: dict[str, RuleDoc] = {}
     for doc in sorted(out, key=lambda d: order.index(d.stage) if d.stage in order else len(order)):

@@ -90,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     bp = command("budgets")
     bp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
     bp.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    bp.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        help="a cluster dump (`status --help` gives the kubectl line): add what each tenant uses there",
+    )
     rp = command("rules")
     rp.add_argument("rule_id", nargs="?", metavar="ID", help="explain this rule")
     sc = command("schemas")
@@ -127,6 +133,13 @@ def _parser() -> argparse.ArgumentParser:
     hp.add_argument(
         "--output", type=Path, default=Path("report.html"), help="HTML file (default: report.html)"
     )
+    hp.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        help="a cluster dump (`status --help` gives the kubectl line): add what each tenant uses there",
+    )
+    _status_parser(command("status"))
     _admit_parser(command("admit"))
     return p
 
@@ -146,6 +159,19 @@ def _admit_parser(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
 
+def _status_parser(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--cluster", help="the cluster the dump is of (default: read from the dump)")
+    source = sp.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--from", dest="source", type=Path, help="what `kubectl get ... -o yaml` printed (see below)"
+    )
+    source.add_argument("--context", help="run kubectl (get only) against this kubeconfig context")
+    sp.add_argument(
+        "--schemas", type=Path, default=None, help="Kueue CRDs directory (env GPUTENANCY_SCHEMAS)"
+    )
+    sp.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+
+
 def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentParser) -> None:
     for sp in (plan_p, publish_p):
         sp.add_argument("--cluster", help="only this cluster (overlays/<cluster>)")
@@ -162,6 +188,14 @@ def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentP
         "before and after and findings on the files changed since it come first",
     )
     plan_p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    live = plan_p.add_mutually_exclusive_group()
+    live.add_argument(
+        "--live",
+        type=Path,
+        help="the cluster as `status --from` reads it: a drained tenant's removal is refused while its "
+        "queues hold workloads, allowed when they are empty",
+    )
+    live.add_argument("--context", help="as --live, reading the cluster with kubectl (get only)")
     plan_p.add_argument("--output", type=Path, default=None, help="write the plan to FILE instead of stdout")
     publish_p.add_argument("--repo", help="deploy repository URL or PATH (default: this repository)")
     publish_p.add_argument("--branch", help="deploy branch (default: the deploy repository's default branch)")
@@ -183,6 +217,11 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
         from gputenancy.deliver import planview
 
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        live = None
+        if args.live is not None or args.context is not None:
+            from gputenancy.live import status
+
+            live = status.read(args.live, args.context)
         return planview.command(
             root,
             cluster=args.cluster,
@@ -195,6 +234,7 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
             findings_format=report.default_format(),
             emit=sys.stdout.write,
             emit_notes=sys.stderr.write,
+            live=live,
         )
     from gputenancy.deliver import publish
 
@@ -473,7 +513,7 @@ def _main(args: argparse.Namespace) -> int:
         if args.command == "budgets":
             from gputenancy.cli import commands
 
-            return commands.cmd_budgets(root, args.cluster, args.format)
+            return commands.cmd_budgets(root, args.cluster, args.format, args.source)
         if args.command == "admit":
             from gputenancy.admission import command as admit
 
@@ -481,7 +521,9 @@ def _main(args: argparse.Namespace) -> int:
         if args.command == "report":
             from gputenancy.deliver import htmlreport
 
-            return htmlreport.command(root, args.cluster, args.output, sys.stdout.write, sys.stderr.write)
+            return htmlreport.command(
+                root, args.cluster, args.output, sys.stdout.write, sys.stderr.write, args.source
+            )
         if args.command == "schemas":
             from gputenancy.deliver import fetch
             from gputenancy.versions import releases
@@ -498,6 +540,20 @@ def _main(args: argparse.Namespace) -> int:
                 hint_schemas=args.schemas,
             )
         schemas = _schemas(args.schemas, root)
+        if args.command == "status":
+            from gputenancy.live import view
+
+            return view.command(
+                root,
+                source=args.source,
+                context=args.context,
+                cluster=args.cluster,
+                schemas=schemas,
+                fmt=args.format,
+                findings_format=report.default_format(),
+                emit=sys.stdout.write,
+                emit_notes=sys.stderr.write,
+            )
         if args.command in ("plan", "publish"):
             return _plan_commands(args, root, schemas)
         if args.command == "validate":

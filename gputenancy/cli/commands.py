@@ -26,8 +26,9 @@ def cmd_rules(rule_id: str | None) -> int:
     return 0
 
 
-def cmd_budgets(root: Path, cluster: str | None, fmt: str) -> int:
-    """Budgets per cluster, flavor and resource from the inputs; findings about them on stderr."""
+def cmd_budgets(root: Path, cluster: str | None, fmt: str, source: Path | None = None) -> int:
+    """Budgets per cluster, flavor and resource from the inputs; findings about them on stderr. With
+    `source` (`--from FILE`, a cluster dump), what each tenant uses, reserves and borrows there too."""
     from gputenancy.deliver import budgets, fleetview
 
     try:
@@ -36,7 +37,18 @@ def cmd_budgets(root: Path, cluster: str | None, fmt: str) -> int:
         sys.stdout.write(report.format_findings(exc.findings, "text"))
         return 1
     clusters = [cluster] if cluster is not None else None
-    text = budgets.render(budgets.pools(model, clusters), fmt)
+    used = None
+    if source is not None:
+        from gputenancy.live import status, teams
+
+        try:
+            dump = status.read(source, None)
+            name = status.identify(dump, model, cluster, root)
+        except PipelineError as exc:
+            sys.stdout.write(report.format_findings(exc.findings, "text"))
+            return 1
+        used, clusters = teams.used(dump, name), [name]
+    text = budgets.render(budgets.pools(model, clusters), fmt, used)
     sys.stdout.write(fleetview.extend(text, model, clusters, fmt))
     if findings:
         sys.stderr.write(report.format_findings(findings, "text"))

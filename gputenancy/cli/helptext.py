@@ -7,6 +7,8 @@ import dataclasses
 import textwrap
 from pathlib import Path
 
+from gputenancy.cluster import kubectl
+
 
 @dataclasses.dataclass(frozen=True)
 class Help:
@@ -138,6 +140,26 @@ COMMANDS: dict[str, Help] = {
             "python pipeline.py admit jobs/*.yaml --cluster lab --from lab-dump.yaml --format markdown",
         ),
     ),
+    "status": Help(
+        "the cluster as it runs against Git: drift, the Kueue manager, devices, every team's usage",
+        "Compare a cluster with generated/<cluster>/ (what Argo CD syncs): the objects Argo CD would "
+        "change (each field live -> Git with the field manager that set the live value), those missing "
+        "and those on the cluster Git does not hold; the Kueue manager's Configuration and restart "
+        "marker; the devices the DRA drivers publish against the overlay's capacity; per team and flavor "
+        "the nominal quota, usage, reservation and borrowing, and pending workloads by Kueue's reason. "
+        "--from FILE reads what the kubectl line below prints; --context runs that kubectl itself (get "
+        "only, never a write). The report goes to stdout, findings and notes to stderr.",
+        (
+            (0, "the cluster runs what Git says"),
+            (1, "errors: an unreadable dump, a dump of another cluster, or findings in the inputs"),
+            (2, "the cluster differs from Git (objects, the manager's Configuration, fewer devices)"),
+        ),
+        (
+            kubectl.command_line(),
+            "python pipeline.py status --from cluster.yaml",
+            "python pipeline.py status --cluster prod --context prod-admin --format markdown",
+        ),
+    ),
 }
 
 SUBCOMMANDS: dict[str, Help] = {
@@ -177,6 +199,7 @@ GLOBALS: dict[str, tuple[str, ...]] = {
     "pr-comment": (),
     "job-summary": (),
     "admit": ("--root",),
+    "status": ("--root",),
 }
 
 

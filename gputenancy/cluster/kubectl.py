@@ -16,6 +16,7 @@ from gputenancy.common.findings import Finding, PipelineError, Severity
 
 KINDS: tuple[str, ...] = (
     "namespaces",
+    "nodes",
     "resourceflavors.kueue.x-k8s.io",
     "cohorts.kueue.x-k8s.io",
     "clusterqueues.kueue.x-k8s.io",
@@ -68,7 +69,7 @@ def commands(context: str | None = None) -> list[list[str]]:
 def command_line(context: str | None = None) -> str:
     """The exact shell line that writes the dump `--from` reads (for help texts and docs)."""
     first, second = (shlex.join(c) for c in commands(context))
-    return f"{{ {first}; {second} --ignore-not-found; }} > cluster.yaml"
+    return f"{{ {first}; echo ---; {second} --ignore-not-found; }} > cluster.yaml"
 
 
 def _verb(argv: Sequence[str]) -> str:

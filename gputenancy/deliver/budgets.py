@@ -29,6 +29,10 @@ from gputenancy.policy.catalog import Catalog, effective_catalog
 
 FORMATS = ("text", "markdown", "json")
 
+Used = Mapping[tuple[str, str, str, str], tuple[Quantity, Quantity, Quantity]]
+"""`budgets --from`: (cluster, tenant, flavor, resource) -> (in use, reserved, borrowed), from the
+ClusterQueues' status on the cluster (gputenancy.live.teams.used)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Grant:
@@ -214,7 +218,15 @@ def grant_line(g: Grant) -> str:
     return f"{g.tenant} {g.flavor} {g.resource}: {terms(g)}"
 
 
-def format_text(found: Sequence[Pool]) -> str:
+def _uses(g: Grant, used: Used | None) -> str:
+    """`; uses 8 (reserves 8, borrows 2)` with usage read from the cluster, else ""."""
+    if used is None or g.cluster not in {k[0] for k in used}:
+        return ""
+    use, reserved, borrowed = used.get((g.cluster, g.tenant, g.flavor, g.resource), (ZERO, ZERO, ZERO))
+    return f"; uses {g.show(use)} (reserves {g.show(reserved)}, borrows {g.show(borrowed)})"
+
+
+def format_text(found: Sequence[Pool], used: Used | None = None) -> str:
     lines: list[str] = []
     cluster = None
     for p in found:
@@ -225,7 +237,7 @@ def format_text(found: Sequence[Pool]) -> str:
             f"  {p.flavor} {p.resource}: nominal {_h(p.nominal, p.unit)} of capacity {_h(p.capacity, p.unit)}, "
             f"headroom {_h(p.headroom, p.unit)}"
         )
-        lines += [f"    {g.tenant}: {terms(g)}" for g in p.grants]
+        lines += [f"    {g.tenant}: {terms(g)}{_uses(g, used)}" for g in p.grants]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -245,7 +257,15 @@ def grant_row(g: Grant) -> str:
     )
 
 
-def format_markdown(found: Sequence[Pool]) -> str:
+USAGE_HEADER = (" in use | reserved | borrowed |", " ---: | ---: | ---: |")
+
+
+def _usage_cells(g: Grant, used: Used) -> str:
+    cells = used.get((g.cluster, g.tenant, g.flavor, g.resource), (ZERO, ZERO, ZERO))
+    return "".join(f" {_md(g.show(q))} |" for q in cells)
+
+
+def format_markdown(found: Sequence[Pool], used: Used | None = None) -> str:
     parts: list[str] = ["## GPU budgets", ""]
     for cluster in dict.fromkeys(p.cluster for p in found):
         here = [p for p in found if p.cluster == cluster]
@@ -256,7 +276,16 @@ def format_markdown(found: Sequence[Pool]) -> str:
             f"{_h(p.headroom, p.unit)} |"
             for p in here
         ]
-        parts += ["", *GRANT_HEADER, *(grant_row(g) for p in here for g in p.grants), ""]
+        if used is None:
+            parts += ["", *GRANT_HEADER, *(grant_row(g) for p in here for g in p.grants), ""]
+        else:  # `budgets --from`: what each tenant uses, reserves and borrows on the cluster
+            header = [h + u for h, u in zip(GRANT_HEADER, USAGE_HEADER, strict=True)]
+            parts += [
+                "",
+                *header,
+                *(grant_row(g) + _usage_cells(g, used) for p in here for g in p.grants),
+                "",
+            ]
     return "\n".join(parts)
 
 
@@ -281,7 +310,16 @@ def _json_q(q: Quantity | None) -> str | None:
     return q.canonical() if q is not None else None
 
 
-def to_json(found: Sequence[Pool]) -> dict[str, Any]:
+def _usage_json(g: Grant, used: Used | None) -> dict[str, Any]:
+    if used is None:
+        return {}
+    cells = used.get((g.cluster, g.tenant, g.flavor, g.resource), (ZERO, ZERO, ZERO))
+    return {
+        "usage": dict(zip(("inUse", "reserved", "borrowed"), (q.canonical() for q in cells), strict=True))
+    }
+
+
+def to_json(found: Sequence[Pool], used: Used | None = None) -> dict[str, Any]:
     return {
         "schema": "gputenancy.budgets/v1",
         "pools": [
@@ -293,14 +331,15 @@ def to_json(found: Sequence[Pool]) -> dict[str, Any]:
                 "nominal": p.nominal.canonical(),
                 "headroom": _json_q(p.headroom),
                 **({"unit": p.unit} if p.unit else {}),
-                "grants": [grant_json(g) for g in p.grants],
+                "grants": [grant_json(g) | _usage_json(g, used) for g in p.grants],
             }
             for p in found
         ],
     }
 
 
-def render(found: Sequence[Pool], fmt: str) -> str:
+def render(found: Sequence[Pool], fmt: str, used: Used | None = None) -> str:
+    """`used`: usage read from a cluster (`budgets --from`), added as columns."""
     if fmt == "json":
-        return json.dumps(to_json(found), indent=2) + "\n"
-    return format_markdown(found) if fmt == "markdown" else format_text(found)
+        return json.dumps(to_json(found, used), indent=2) + "\n"
+    return format_markdown(found, used) if fmt == "markdown" else format_text(found, used)

@@ -14,8 +14,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from gputenancy.deliver.budgets import Pool
+from gputenancy.deliver.budgets import Pool, Used
 from gputenancy.inputs.hami import human
+from gputenancy.inputs.quantity import ZERO
 
 _GIB = Decimal(2**30)
 _STYLE = """
@@ -39,8 +40,9 @@ def _scale(p: Pool) -> tuple[Decimal, str]:
     return Decimal(1), p.resource
 
 
-def rows(p: Pool) -> list[dict[str, Any]]:
-    """One row per tenant holding a share of the pool: its nominal quota and reach, in drawing units."""
+def rows(p: Pool, used: Used | None = None) -> list[dict[str, Any]]:
+    """One row per tenant holding a share of the pool: its nominal quota and reach, in drawing units;
+    with `used` (`report --from`), what it uses on the cluster."""
     div, _ = _scale(p)
     return [
         {
@@ -48,9 +50,14 @@ def rows(p: Pool) -> list[dict[str, Any]]:
             "nominal": float(g.nominal.value / div),
             "reach": 0.0 if g.draining else float(g.reach.value / div),
             "cohort": g.cohort or NO_COHORT,
+            **({"used": float(_used(p, g.tenant, used).value / div)} if used is not None else {}),
         }
         for g in p.grants
     ]
+
+
+def _used(p: Pool, tenant: str, used: Used | None) -> Any:
+    return (used or {}).get((p.cluster, tenant, p.flavor, p.resource), (ZERO, ZERO, ZERO))[0]
 
 
 NO_COHORT = "(no cohort)"
@@ -61,13 +68,13 @@ def cohorts(found: Sequence[Pool]) -> list[str]:
     return sorted({g.cohort or NO_COHORT for p in found for g in p.grants})
 
 
-def spec(p: Pool, palette: Sequence[str] = ()) -> dict[str, Any]:
+def spec(p: Pool, palette: Sequence[str] = (), used: Used | None = None) -> dict[str, Any]:
     """The Vega-Lite specification of one pool's chart: reach bars, nominal bars, a capacity rule;
     `palette`: the cohorts in colour order (default: those of this pool)."""
     import altair as alt
 
     div, unit = _scale(p)
-    data = alt.InlineData(values=rows(p))
+    data = alt.InlineData(values=rows(p, used))
     y = alt.Y("tenant:N", title=None, sort=None)
     colour = alt.Color("cohort:N", title="cohort", scale=alt.Scale(domain=list(palette or cohorts([p]))))
     reach = (
@@ -81,30 +88,38 @@ def spec(p: Pool, palette: Sequence[str] = ()) -> dict[str, Any]:
         alt.Chart(data).mark_bar().encode(x="nominal:Q", y=y, color=colour, tooltip=["tenant:N", "nominal:Q"])
     )
     layers: list[Any] = [reach, nominal]
+    if used is not None:  # what each tenant uses on the cluster: a black tick on its bars
+        layers.append(
+            alt.Chart(data)
+            .mark_tick(color="#000", thickness=3)
+            .encode(x="used:Q", y=y, tooltip=["tenant:N", "used:Q"])
+        )
     if p.capacity is not None:
         capacity = alt.InlineData(values=[{"capacity": float(p.capacity.value / div)}])
         layers.append(alt.Chart(capacity).mark_rule(color="#c00", strokeWidth=2).encode(x="capacity:Q"))
-    chart = alt.layer(*layers).properties(title=title(p), width=360, height=max(40, 22 * len(p.grants)))
+    chart = alt.layer(*layers).properties(title=title(p, used), width=360, height=max(40, 22 * len(p.grants)))
     out: dict[str, Any] = chart.to_dict()
     return out
 
 
-def title(p: Pool) -> str:
+def title(p: Pool, used: Used | None = None) -> str:
     cap = human(p.capacity, p.unit) if p.capacity is not None else "none declared"
     head = human(p.headroom, p.unit) if p.headroom is not None else "-"
+    in_use = sum((_used(p, g.tenant, used) for g in p.grants), ZERO) if used is not None else None
     return (
         f"{p.cluster} {p.flavor} {p.resource}: nominal {human(p.nominal, p.unit)} of {cap}, headroom {head}"
+        + (f", in use {human(in_use, p.unit)}" if in_use is not None else "")
     )
 
 
-def svg(p: Pool, palette: Sequence[str] = ()) -> str:
+def svg(p: Pool, palette: Sequence[str] = (), used: Used | None = None) -> str:
     import vl_convert
 
-    text: str = vl_convert.vegalite_to_svg(spec(p, palette))
+    text: str = vl_convert.vegalite_to_svg(spec(p, palette, used))
     return text
 
 
-def page(found: Sequence[Pool], *, source: str) -> str:
+def page(found: Sequence[Pool], *, source: str, used: Used | None = None) -> str:
     """The HTML page: per cluster a table of its cohorts and a figure per pool."""
     parts = [
         "<!DOCTYPE html>",
@@ -114,7 +129,9 @@ def page(found: Sequence[Pool], *, source: str) -> str:
         "<h1>GPU budgets</h1>",
         f"<p>From the inputs of {html.escape(source)}. Per pool (cluster, flavor, quota resource): each "
         "tenant's nominal share (solid), the most it can reach by borrowing (light), coloured by cohort; "
-        "the red rule is the capacity.</p>",
+        "the red rule is the capacity"
+        + (", the black tick what each tenant uses on the cluster" if used is not None else "")
+        + ".</p>",
     ]
     for cluster in dict.fromkeys(p.cluster for p in found):
         here = [p for p in found if p.cluster == cluster]
@@ -128,8 +145,8 @@ def page(found: Sequence[Pool], *, source: str) -> str:
                 f'data-resource="{html.escape(p.resource)}" data-tenants="{len(p.grants)}" '
                 f'data-capacity="{"1" if p.capacity is not None else "0"}">'
             )
-            parts.append(svg(p, palette))
-            parts.append(f"<figcaption>{html.escape(title(p))}</figcaption></figure>")
+            parts.append(svg(p, palette, used))
+            parts.append(f"<figcaption>{html.escape(title(p, used))}</figcaption></figure>")
         parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
@@ -149,9 +166,11 @@ def _cohorts(here: Sequence[Pool]) -> list[str]:
     return [f'<table class="cohorts"><tr><th>cohort</th><th>tenants</th></tr>{body}</table>']
 
 
-def command(root: Path, cluster: str | None, output_file: Path, emit: Any, emit_notes: Any) -> int:
+def command(
+    root: Path, cluster: str | None, output_file: Path, emit: Any, emit_notes: Any, source: Path | None = None
+) -> int:
     """`pipeline.py report`: 0 written, 1 the inputs cannot be read or have errors (findings printed;
-    nothing written)."""
+    nothing written). `source` (`--from FILE`): a cluster dump whose usage the charts add."""
     from gputenancy import engine
     from gputenancy.common import report
     from gputenancy.common.findings import PipelineError, Severity
@@ -165,8 +184,19 @@ def command(root: Path, cluster: str | None, output_file: Path, emit: Any, emit_
     if any(f.severity is Severity.ERROR for f in findings):
         emit(report.format_findings(findings, report.default_format()))
         return 1
+    used = None
+    if source is not None:
+        from gputenancy.live import status, teams
+
+        try:
+            dump = status.read(source, None)
+            cluster = status.identify(dump, model, cluster, root)
+        except PipelineError as exc:
+            emit(report.format_findings(exc.findings, report.default_format()))
+            return 1
+        used = teams.used(dump, cluster)
     found = budgets.pools(model, [cluster] if cluster is not None else None)
-    text = page(found, source=str(root.name))
+    text = page(found, source=str(root.name), used=used)
     tmp = output_file.with_name(f".{output_file.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(output_file)

@@ -18,6 +18,7 @@ from typing import Any
 from gputenancy import engine
 from gputenancy.assemble import output
 from gputenancy.caching import memo
+from gputenancy.cluster.dump import Dump
 from gputenancy.common.findings import Finding, PipelineError, Severity
 from gputenancy.common.objects import ObjectKey
 from gputenancy.deliver import baseline, budgetdiff, budgets, fleetrisks, fleetview, rename
@@ -25,6 +26,7 @@ from gputenancy.deliver import risks as more_risks
 from gputenancy.deliver.objectdiff import CONFIG_PATHS, Change, ObjectChange, Tree, compare, load_objects
 from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
 from gputenancy.inputs.spec import Model
+from gputenancy.live import drain
 from gputenancy.policy import destinations, hami
 from gputenancy.policy.capacity import capacity_by_flavor, usage_by_flavor
 from gputenancy.policy.catalog import effective_catalog
@@ -262,9 +264,19 @@ _REMOVAL = (
     "or pass --allow-delete"
 )
 
+_STILL_HELD = (
+    "tenant {tenant!r} is drained on cluster {cluster!r}, but {seen}: deleting its queues now drops them "
+    "(pending jobs are never admitted, admitted ones lose their quota accounting); wait until they "
+    "finish or are deleted, then plan again with a fresh dump (`--live`); or pass --allow-delete"
+)
+
 
 def _risks(
-    cluster: str, objects: Sequence[ObjectChange], olds: Mapping[ObjectKey, Any], cqs: Mapping[str, Any]
+    cluster: str,
+    objects: Sequence[ObjectChange],
+    olds: Mapping[ObjectKey, Any],
+    cqs: Mapping[str, Any],
+    live: Dump | None = None,
 ) -> list[Risk]:
     out: list[Risk] = []
     for o in objects:
@@ -277,12 +289,14 @@ def _risks(
                 else str(((body or {}).get("spec") or {}).get("clusterQueue"))
             )
             drained = DRAINED in (_stop_policy(body), _stop_policy(cqs.get(cq)))
+            seen = drain.held(live, cq).describe(live.path) if live is not None else ""
             out.append(
                 Risk(
                     cluster,
                     "queue-deleted",
                     subject,
-                    f"{subject} is deleted: jobs lose their queue; {_DRAINED if drained else _DRAIN_FIRST}",
+                    f"{subject} is deleted: jobs lose their queue; "
+                    + (seen if drained and seen else _DRAINED if drained else _DRAIN_FIRST),
                 )
             )
         for c in o.changes:
@@ -317,14 +331,26 @@ def _risks(
     return out
 
 
-def _refusals(cluster: str, objects: Sequence[ObjectChange], olds: Mapping[ObjectKey, Any]) -> list[Finding]:
+def _refusals(
+    cluster: str, objects: Sequence[ObjectChange], olds: Mapping[ObjectKey, Any], live: Dump | None = None
+) -> list[Finding]:
+    """Removals refused: a ClusterQueue not drained; with the live cluster (`plan --live`), a drained one
+    that still holds workloads (an empty one is allowed)."""
     out = []
     for o in objects:
         policy = _stop_policy(olds.get(o.key))
-        if o.action == "removed" and o.key.kind == "ClusterQueue" and policy != DRAINED:
-            tenant = o.tenant or o.key.name
+        if o.action != "removed" or o.key.kind != "ClusterQueue":
+            continue
+        tenant = o.tenant or o.key.name
+        held = drain.held(live, o.key.name) if live is not None else None
+        if policy != DRAINED:
             message = _REMOVAL.format(tenant=tenant, name=o.key.name, cluster=cluster, policy=policy)
-            out.append(Finding(f"tenants/{tenant}.yaml", 0, 0, Severity.ERROR, "tenant-removal", message))
+            message += f" ({held.describe(live.path)})" if held is not None and live is not None else ""
+        elif held is not None and live is not None and not held.empty:
+            message = _STILL_HELD.format(tenant=tenant, cluster=cluster, seen=held.describe(live.path))
+        else:
+            continue
+        out.append(Finding(f"tenants/{tenant}.yaml", 0, 0, Severity.ERROR, "tenant-removal", message))
     return out
 
 
@@ -337,6 +363,7 @@ def build(
     allow_delete: bool = False,
     before: Model | None = None,
     all_capacity: bool = False,
+    live: Mapping[str, Dump] | None = None,
 ) -> Plan:
     """The plan from an engine result that did not fail and the synced trees ({cluster: tree});
     `before`: the model of the inputs at the base of the change (capacity, grants and reach before).
@@ -388,10 +415,11 @@ def build(
         retargeted = rename.retargeted(name, old, dest) if name in result.clusters else None
         risks += [Risk(name, "destination-changed", name, retargeted)] if retargeted else []
         extra, replaced = more_risks.more(name, objects, olds)
-        risks += [r for r in _risks(name, objects, olds, cqs) if r.subject not in replaced]
+        seen = (live or {}).get(name)
+        risks += [r for r in _risks(name, objects, olds, cqs, seen) if r.subject not in replaced]
         risks += [Risk(name, *r) for r in extra]
         risks += [Risk(name, *r) for r in fleetrisks.more(name, objects)]
-        findings += [] if allow_delete else _refusals(name, objects, olds)
+        findings += [] if allow_delete else _refusals(name, objects, olds, seen)
     for f in result.findings:
         if f.rule == "capacity":
             m = re.search(r"cluster '([^']+)'", f.message)
@@ -478,6 +506,15 @@ def value_change(c: Change) -> str:
     return f"{c.description}: {show_value(c.old, c.op != 'added')} → {show_value(c.new, c.op != 'removed')}"
 
 
+def _live_of(root: Path, model: Model, cluster: str | None, live: Dump | None) -> dict[str, Dump] | None:
+    """`plan --live`: the dump under the name of the cluster it is of (an error when it is of none)."""
+    if live is None:
+        return None
+    from gputenancy.live import status
+
+    return {status.identify(live, model, cluster, root): live}
+
+
 def make(
     root: Path,
     *,
@@ -486,6 +523,7 @@ def make(
     schemas: Path | None,
     allow_delete: bool,
     all_capacity: bool = False,
+    live: Dump | None = None,
 ) -> tuple[engine.Result, Plan | None]:
     """Render in memory and compare; the plan is None when the render failed (see result.findings).
     `all_capacity`: the capacity table of every cluster, not only of those that change (`build`)."""
@@ -517,5 +555,6 @@ def make(
         allow_delete=allow_delete,
         before=before,
         all_capacity=all_capacity,
+        live=_live_of(root, result.model, cluster, live),
     )
     return result, dataclasses.replace(made, basis=note) if note else made

@@ -413,6 +413,7 @@ def command(
     findings_format: str,
     emit: Callable[[str], Any],
     emit_notes: Callable[[str], Any] | None = None,
+    live: Any = None,
 ) -> int:
     """`pipeline.py plan`: 0 no change, 2 changes, 1 errors (findings printed as for validate).
     The plan goes to `emit` (stdout); findings and notes after it to `emit_notes` (stderr), so
@@ -424,6 +425,7 @@ def command(
         schemas=schemas,
         allow_delete=allow_delete,
         all_capacity=fmt == "json",  # the JSON view shows every cluster's capacity table
+        live=live,  # plan --live: the cluster's workloads decide a drained tenant's removal
     )
     if plan is not None:
         plan = with_upgrades(plan, result.model, schemas)
