@@ -274,7 +274,18 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
         w = None
         if "fairSharingWeight" in raw:
             w = c.quantity(doc, ("cohorts", i, "fairSharingWeight"), raw["fairSharingWeight"], "quantity")
-        co = Cohort(raw["name"], raw.get("parent"), w, doc.origin("cohorts", i))
+        held = {
+            name: _budgets(c, doc, ("cohorts", i, "budgets", "clusters", name), budget)
+            for name, budget in (raw.get("budgets") or {}).get("clusters", {}).items()
+        }
+        co = Cohort(
+            raw["name"],
+            raw.get("parent"),
+            w,
+            doc.origin("cohorts", i),
+            held,
+            doc.origin("cohorts", i, "parent") if "parent" in raw else None,
+        )
         c.keep_first(cohorts, co, "cohort")
     for co in cohorts.values():
         if co.parent is not None and co.parent not in cohorts:

@@ -29,6 +29,8 @@ class FlavorBudget:
     resources: tuple[tuple[str, Amount], ...]
     origin: Origin
     hami: HamiBudget | None = None  # classic HAMi vGPUs (gputenancy.inputs.hami)
+    group: str | None = None  # `resourceGroup`: the Kueue resource group it belongs to (None: the one group)
+    group_origin: Origin | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +115,13 @@ class Cohort:
     parent: str | None
     weight: quantity.Quantity | None
     origin: Origin
+    # the quota the cohort itself holds (Kueue Cohort spec.resourceGroups), per cluster (`budgets.clusters`)
+    cluster_budgets: Mapping[str, tuple[FlavorBudget, ...]] = dataclasses.field(default_factory=dict)
+    parent_origin: Origin | None = None  # of `parent`, when set
+
+    def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...]:
+        """The quota the cohort holds on `cluster` (none: an empty tuple)."""
+        return self.cluster_budgets.get(cluster, ())
 
 
 @dataclasses.dataclass(frozen=True)

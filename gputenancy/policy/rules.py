@@ -16,6 +16,7 @@ from gputenancy.policy import (
     boundary,
     budgets,
     capacity,
+    cohorts,
     destinations,
     devices,
     draquota,
@@ -70,6 +71,8 @@ RULES: dict[str, Rule] = {
     "fleet-quota-automation": fleet.fleet_quota_automation,
     "fleet-claim-template": fleet.fleet_claim_template,
     "fleet-budget": fleet.fleet_budget,
+    "cohort-budget": cohorts.cohort_budget,
+    "cohort-limits": cohorts.cohort_limits,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

@@ -19,12 +19,13 @@ import yaml
 
 from gputenancy.common import fastyaml
 from gputenancy.common.findings import Finding, Origin, PipelineError
-from gputenancy.common.objects import FieldPath, RenderedObject
+from gputenancy.common.objects import RenderedObject
 from gputenancy.inputs import fleet
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy import destinations
-from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources
-from gputenancy.render import hub, kueueapp, kueueconfig, multikueue
+from gputenancy.policy.catalog import Catalog, claims_on, classes_used
+from gputenancy.policy.cohorts import cohorts_on
+from gputenancy.render import groups, hub, kueueapp, kueueconfig, multikueue
 from gputenancy.versions import kueue as kueue_versions
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
@@ -62,7 +63,7 @@ PREEMPTION = {
         "borrowWithinCohort": "LowerPriority",
     },
 }
-CORE_ORDER = ("cpu", "memory", "ephemeral-storage", "pods")
+CORE_ORDER = groups.CORE_ORDER
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -110,29 +111,7 @@ def _meta(source: Origin, wave: str, tenant: str | None = None, **extra: str) ->
 def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[RenderedObject]:
     """ClusterQueue, LocalQueues and ResourceClaimTemplates of one tenant on one cluster."""
     budget = tenant.budget_for(cluster.name) or ()
-    covered = list(covered_resources(tenant, cluster.name, catalog))
-    covered.sort(key=lambda r: (CORE_ORDER.index(r) if r in CORE_ORDER else len(CORE_ORDER), r))
-    flavors = []
-    field_origins: dict[FieldPath, Origin] = {}
-    for fi, fb in enumerate(budget):
-        amounts: dict[str, Any] = dict(catalog.amounts(fb, cluster.name))
-        resources = []
-        for ri, res in enumerate(covered):
-            a = amounts.get(res)
-            base: FieldPath = ("spec", "resourceGroups", 0, "flavors", fi, "resources", ri)
-            field_origins[base] = a.origin if a is not None else fb.origin
-            resources.append(
-                {
-                    "name": res,
-                    "nominal": a.nominal.canonical() if a is not None else "0",
-                    "borrowing": a.borrowing.canonical()
-                    if a is not None and a.borrowing is not None
-                    else None,
-                    "lending": a.lending.canonical() if a is not None and a.lending is not None else None,
-                }
-            )
-        field_origins[("spec", "resourceGroups", 0, "flavors", fi)] = fb.origin
-        flavors.append({"name": fb.flavor, "resources": resources})
+    rgroups, field_origins = groups.resource_groups(budget, cluster.name, catalog)
     stop = "HoldAndDrain" if tenant.state == "draining" else "None"
     held = stop != "None"
     namespaces = [ns for ns, _ in tenant.namespaces]
@@ -145,8 +124,7 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
         stop_policy=stop,
         preemption=PREEMPTION[tenant.preemption],
         weight=tenant.fair_sharing_weight.canonical() if tenant.fair_sharing_weight is not None else None,
-        covered=covered,
-        flavors=flavors,
+        groups=rgroups,
         admission_checks=multikueue.admission_checks(cluster),
         defaults=kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"],
         **_meta(tenant.origin, WAVE_HELD if held else WAVE_CLUSTER_QUEUES, tenant.name),
@@ -232,22 +210,21 @@ def render_platform(
             **_meta(flavor.origin, WAVE_FLAVORS),
         )
         out.append(RenderedObject(cluster.name, body, flavor.origin))
-    cohorts: set[str] = set()
-    for tenant in model.tenants_on(cluster.name):
-        cohort = tenant.cohort
-        while cohort is not None and cohort not in cohorts and cohort in model.platform.cohorts:
-            cohorts.add(cohort)
-            cohort = model.platform.cohorts[cohort].parent
-    for name in sorted(cohorts):
+    for name in cohorts_on(model, cluster.name):
         co = model.platform.cohorts[name]
+        held = co.budget_for(cluster.name)
+        rgroups, field_origins = groups.resource_groups(held, cluster.name, catalog) if held else ([], {})
         body = _render(
             "cohort.yaml.j2",
             name=name,
             parent=co.parent,
             weight=co.weight.canonical() if co.weight is not None else None,
+            groups=rgroups,
             **_meta(co.origin, WAVE_FLAVORS),
         )
-        out.append(RenderedObject(cluster.name, body, co.origin))
+        if co.parent_origin is not None:
+            field_origins[("spec", "parentName")] = co.parent_origin
+        out.append(RenderedObject(cluster.name, body, co.origin, field_origins))
     if cluster.multikueue is not None:
         meta = _meta(cluster.multikueue.origin, WAVE_FLAVORS)
         out.extend(multikueue.manager_objects(cluster, meta, environment()))
