@@ -167,7 +167,18 @@ def _budgets(
                 "budget-empty",
                 f"{dotted(p)}: a flavor budget needs devices, hami or resources",
             )
-        out.append(FlavorBudget(item["flavor"], devices, res, doc.origin(*p, "flavor"), vgpu))
+        group = item.get("resourceGroup")
+        out.append(
+            FlavorBudget(
+                item["flavor"],
+                devices,
+                res,
+                doc.origin(*p, "flavor"),
+                vgpu,
+                group,
+                doc.origin(*p, "resourceGroup") if group is not None else None,
+            )
+        )
     return tuple(out)
 
 

@@ -23,6 +23,7 @@ from gputenancy.policy import (
     fleet,
     hami,
     placement,
+    resourcegroups,
     versionrules,
 )
 from gputenancy.policy.catalog import Catalog as Catalog
@@ -73,6 +74,7 @@ RULES: dict[str, Rule] = {
     "fleet-budget": fleet.fleet_budget,
     "cohort-budget": cohorts.cohort_budget,
     "cohort-limits": cohorts.cohort_limits,
+    "budget-resource-groups": resourcegroups.budget_resource_groups,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 
