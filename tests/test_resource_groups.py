@@ -36,7 +36,9 @@ def _sandbox(root: Path, change: Any) -> None:
 def test_a_resource_in_two_groups_is_refused_at_its_line(tmp_path: Path) -> None:
     root = trees.example(tmp_path, generated=False)
     _sandbox(root, lambda b: b[0].update(resources={"cpu": 1}))
-    found = sorted({f for f in engine.run(root, cluster="lab").findings if f.rule == "budget-resource-groups"})
+    found = sorted(
+        {f for f in engine.run(root, cluster="lab").findings if f.rule == "budget-resource-groups"}
+    )
     text = (root / "tenants/sandbox.yaml").read_text().splitlines()
     # at both lines: the cpu added to the GPU flavor and the cpu of the CPU group
     assert [text[f.line - 1].strip() for f in found] == ["cpu: 1", "cpu: 8"]
