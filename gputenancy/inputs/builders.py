@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from gputenancy.common.findings import Finding, Origin, PipelineError
-from gputenancy.inputs import amounts, hami, kueueinstall, multikueue, quantity
+from gputenancy.inputs import amounts, hami, kueueinstall, multikueue, quantity, queuepolicy
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import (
     DEFAULT_KUEUE_NAMESPACE,
@@ -247,7 +247,7 @@ def build_tenant(doc: Document) -> Tenant:
         local_queue=d.get("localQueueName", d["name"]),
         cohort=d.get("cohort"),
         fair_sharing_weight=weight,
-        preemption=d.get("preemption", "none"),
+        preemption=d["preemption"] if isinstance(d.get("preemption"), str) else "none",
         queueing_strategy=d.get("queueingStrategy", "BestEffortFIFO"),
         default_budget=default,
         cluster_budgets=per_cluster,
@@ -257,6 +257,7 @@ def build_tenant(doc: Document) -> Tenant:
         cohort_origin=doc.origin("cohort"),
         cluster_origins=tuple(doc.origin("clusters", i) for i in range(len(d.get("clusters", ())))),
         vgpu_templates=hami.build_templates(c.add, doc, d.get("vgpuTemplates", [])),
+        policy=queuepolicy.build(doc, (), d, tenant=True),
     )
     if c.findings:
         raise PipelineError(c.findings)
@@ -334,6 +335,11 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
     if c.findings:
         raise PipelineError(c.findings)
     namespaces = d.get("tenantNamespaces", {})
+    checks: dict[str, queuepolicy.AdmissionCheckDef] = {}
+    for check in queuepolicy.build_checks(doc, d.get("admissionChecks", [])):
+        c.keep_first(checks, check, "admission check")
+    if c.findings:
+        raise PipelineError(c.findings)
     return Platform(
         doc.path,
         classes,
@@ -347,6 +353,8 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
         tuple(namespaces.get("allowed", ())),
         hami=devices,
         kueue_manifests_url=d.get("kueueManifestsURL"),
+        queue_defaults=queuepolicy.build(doc, ("queueDefaults",), d.get("queueDefaults") or {}, tenant=False),
+        admission_checks=checks,
     )
 
 

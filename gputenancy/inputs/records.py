@@ -14,6 +14,7 @@ from gputenancy.inputs.amount import Amount as Amount
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.hami import HamiBudget, HamiCapacity, HamiDevice, VgpuTemplate
 from gputenancy.inputs.multikueue import MultiKueue
+from gputenancy.inputs.queuepolicy import AdmissionCheckDef, QueuePolicy
 
 API_VERSION = "gputenancy.io/v1"
 DEFAULT_KUEUE_NAMESPACE = "kueue-system"
@@ -70,6 +71,9 @@ class Tenant:
     cohort_origin: Origin
     cluster_origins: tuple[Origin, ...] = ()  # of each entry of `clusters`
     vgpu_templates: tuple[VgpuTemplate, ...] = ()
+    policy: QueuePolicy = dataclasses.field(
+        default_factory=QueuePolicy
+    )  # what the file states of its queues' policy (inputs.queuepolicy)
 
     def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...] | None:
         return self.cluster_budgets.get(cluster, self.default_budget)
@@ -160,6 +164,10 @@ class Platform:
     allowed_namespaces: tuple[str, ...] = ()  # tenantNamespaces.allowed: exempt from it
     hami: Mapping[str, HamiDevice] = dataclasses.field(default_factory=dict)
     kueue_manifests_url: str | None = None  # `schemas fetch` URL template ({version})
+    queue_defaults: QueuePolicy = dataclasses.field(
+        default_factory=QueuePolicy
+    )  # `queueDefaults`: every tenant's unless it states its own
+    admission_checks: Mapping[str, AdmissionCheckDef] = dataclasses.field(default_factory=dict)
 
 
 DEFAULT_POD_REQUESTS = (("cpu", "100m"), ("memory", "128Mi"))

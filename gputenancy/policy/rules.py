@@ -23,6 +23,7 @@ from gputenancy.policy import (
     fleet,
     hami,
     placement,
+    queuepolicy,
     resourcegroups,
     versionrules,
 )
@@ -75,6 +76,8 @@ RULES: dict[str, Rule] = {
     "cohort-budget": cohorts.cohort_budget,
     "cohort-limits": cohorts.cohort_limits,
     "budget-resource-groups": resourcegroups.budget_resource_groups,
+    "queue-policy": queuepolicy.queue_policy,
+    "admission-check": queuepolicy.admission_check,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

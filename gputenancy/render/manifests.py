@@ -20,7 +20,7 @@ import yaml
 from gputenancy.common import fastyaml
 from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.common.objects import RenderedObject
-from gputenancy.inputs import fleet
+from gputenancy.inputs import fleet, queuepolicy
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy import destinations
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used
@@ -45,24 +45,7 @@ WAVE_CLUSTER_QUEUES = "-1"
 WAVE_NAMESPACED = "0"
 WAVE_HELD = "1"
 
-PREEMPTION = {
-    "none": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": "Never"},
-    "within-queue": {
-        "reclaimWithinCohort": "Never",
-        "withinClusterQueue": "LowerPriority",
-        "borrowWithinCohort": "Never",
-    },
-    "reclaim": {
-        "reclaimWithinCohort": "Any",
-        "withinClusterQueue": "LowerPriority",
-        "borrowWithinCohort": "Never",
-    },
-    "borrow": {
-        "reclaimWithinCohort": "Any",
-        "withinClusterQueue": "LowerPriority",
-        "borrowWithinCohort": "LowerPriority",
-    },
-}
+PREEMPTION = queuepolicy.PRESETS
 CORE_ORDER = groups.CORE_ORDER
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -108,11 +91,21 @@ def _meta(source: Origin, wave: str, tenant: str | None = None, **extra: str) ->
     return {"labels": labels, "annotations": annotations}
 
 
-def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[RenderedObject]:
-    """ClusterQueue, LocalQueues and ResourceClaimTemplates of one tenant on one cluster."""
+def render_tenant(
+    tenant: Tenant, cluster: Cluster, catalog: Catalog, defaults: queuepolicy.QueuePolicy | None = None
+) -> list[RenderedObject]:
+    """ClusterQueue, LocalQueues and ResourceClaimTemplates of one tenant on one cluster; `defaults`:
+    the platform's queueDefaults."""
     budget = tenant.budget_for(cluster.name) or ()
     rgroups, field_origins = groups.resource_groups(budget, cluster.name, catalog)
-    stop = "HoldAndDrain" if tenant.state == "draining" else "None"
+    policy = queuepolicy.effective(tenant.policy, defaults or queuepolicy.QueuePolicy())
+    stop = "HoldAndDrain" if tenant.state == "draining" else (policy.stop_policy or "None")
+    version_defaults = kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"]
+    preemption = policy.preemption.body() if policy.preemption is not None else _preset(tenant.preemption)
+    checks = multikueue.admission_checks(cluster) + [
+        {"name": c.name, **({"onFlavors": list(c.on_flavors)} if c.on_flavors is not None else {})}
+        for c in policy.admission_checks or ()
+    ]
     held = stop != "None"
     namespaces = [ns for ns, _ in tenant.namespaces]
     cq = _render(
@@ -120,17 +113,26 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
         name=tenant.name,
         cohort=tenant.cohort,
         namespaces=sorted(namespaces),
-        queueing_strategy=tenant.queueing_strategy,
+        queueing_strategy=policy.queueing_strategy or tenant.queueing_strategy,
         stop_policy=stop,
-        preemption=PREEMPTION[tenant.preemption],
+        preemption=preemption,
+        fungibility={**version_defaults["flavorFungibility"], **(policy.flavor_fungibility or {})},
         weight=tenant.fair_sharing_weight.canonical() if tenant.fair_sharing_weight is not None else None,
         groups=rgroups,
-        admission_checks=multikueue.admission_checks(cluster),
-        defaults=kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"],
+        admission_checks=checks,
         **_meta(tenant.origin, WAVE_HELD if held else WAVE_CLUSTER_QUEUES, tenant.name),
     )
     cq["metadata"]["labels"].update(multikueue.quota_labels(cluster))
     field_origins[("spec", "cohortName")] = tenant.cohort_origin
+    if policy.preemption is not None:
+        field_origins[("spec", "preemption")] = policy.preemption.origin
+    if policy.fungibility_origin is not None:
+        field_origins[("spec", "flavorFungibility")] = policy.fungibility_origin
+    if policy.stop_origin is not None:
+        field_origins[("spec", "stopPolicy")] = policy.stop_origin
+    first = len(checks) - len(policy.admission_checks or ())
+    for i, use in enumerate(policy.admission_checks or ()):
+        field_origins[("spec", "admissionChecksStrategy", "admissionChecks", first + i)] = use.origin
     out = [RenderedObject(cluster.name, cq, tenant.origin, field_origins)]
     for ns, origin in tenant.namespaces:
         lq = _render(
@@ -175,6 +177,15 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
                 )
             )
     return out
+
+
+def _preset(name: str) -> dict[str, Any]:
+    preset = PREEMPTION[name]
+    return {
+        "reclaimWithinCohort": preset["reclaimWithinCohort"],
+        "withinClusterQueue": preset["withinClusterQueue"],
+        "borrowWithinCohort": {"policy": preset["borrowWithinCohort"]},
+    }
 
 
 def render_platform(
@@ -225,6 +236,7 @@ def render_platform(
         if co.parent_origin is not None:
             field_origins[("spec", "parentName")] = co.parent_origin
         out.append(RenderedObject(cluster.name, body, co.origin, field_origins))
+    out.extend(_admission_checks(model, cluster))
     if cluster.multikueue is not None:
         meta = _meta(cluster.multikueue.origin, WAVE_FLAVORS)
         out.extend(multikueue.manager_objects(cluster, meta, environment()))
@@ -248,6 +260,35 @@ def render_platform(
             RenderedObject(cluster.name, app, settings.origin, {("spec", "destination"): cluster.origin})
         )
     return out, config, findings
+
+
+def _admission_checks(model: Model, cluster: Cluster) -> list[RenderedObject]:
+    """The AdmissionChecks (and ProvisioningRequestConfigs) the queues of `cluster` use."""
+    used = sorted(
+        {
+            use.name
+            for t in model.tenants_on(cluster.name)
+            for use in queuepolicy.effective(t.policy, model.platform.queue_defaults).admission_checks or ()
+        }
+    )
+    out = []
+    for name in used:
+        check = model.platform.admission_checks.get(name)
+        if check is None:
+            continue  # admission-check-unknown
+        text = (
+            environment()
+            .get_template("admissioncheck.yaml.j2")
+            .render(
+                name=name,
+                controller=check.controller,
+                parameters=dict(check.parameters) if check.parameters else None,
+                provisioning=dict(check.provisioning) if check.provisioning else None,
+                **_meta(check.origin, WAVE_FLAVORS),
+            )
+        )
+        out += [RenderedObject(cluster.name, body, check.origin) for body in fastyaml.load_all(text) if body]
+    return out
 
 
 def _hub_meta(cluster: Cluster, source: Origin | None = None, wave: str = WAVE_CONFIG) -> dict[str, Any]:
