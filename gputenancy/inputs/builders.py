@@ -258,6 +258,9 @@ def build_tenant(doc: Document) -> Tenant:
         cluster_origins=tuple(doc.origin("clusters", i) for i in range(len(d.get("clusters", ())))),
         vgpu_templates=hami.build_templates(c.add, doc, d.get("vgpuTemplates", [])),
         policy=queuepolicy.build(doc, (), d, tenant=True),
+        namespace_selector=dict(d["namespaceSelector"]["matchLabels"]) if "namespaceSelector" in d else None,
+        namespace_labels=dict(d.get("namespaceLabels") or {}),
+        selector_origin=doc.key_origin("namespaceSelector") if "namespaceSelector" in d else None,
     )
     if c.findings:
         raise PipelineError(c.findings)

@@ -71,9 +71,12 @@ class Tenant:
     cohort_origin: Origin
     cluster_origins: tuple[Origin, ...] = ()  # of each entry of `clusters`
     vgpu_templates: tuple[VgpuTemplate, ...] = ()
-    policy: QueuePolicy = dataclasses.field(
-        default_factory=QueuePolicy
-    )  # what the file states of its queues' policy (inputs.queuepolicy)
+    # what the file states of its queues' policy (inputs.queuepolicy)
+    policy: QueuePolicy = dataclasses.field(default_factory=QueuePolicy)
+    # namespaceSelector.matchLabels (None: the namespaces by name) and the labels its namespaces carry
+    namespace_selector: Mapping[str, str] | None = None
+    namespace_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    selector_origin: Origin | None = None
 
     def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...] | None:
         return self.cluster_budgets.get(cluster, self.default_budget)
@@ -164,9 +167,8 @@ class Platform:
     allowed_namespaces: tuple[str, ...] = ()  # tenantNamespaces.allowed: exempt from it
     hami: Mapping[str, HamiDevice] = dataclasses.field(default_factory=dict)
     kueue_manifests_url: str | None = None  # `schemas fetch` URL template ({version})
-    queue_defaults: QueuePolicy = dataclasses.field(
-        default_factory=QueuePolicy
-    )  # `queueDefaults`: every tenant's unless it states its own
+    # `queueDefaults`: every tenant's unless it states its own
+    queue_defaults: QueuePolicy = dataclasses.field(default_factory=QueuePolicy)
     admission_checks: Mapping[str, AdmissionCheckDef] = dataclasses.field(default_factory=dict)
 
 

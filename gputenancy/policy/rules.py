@@ -22,6 +22,7 @@ from gputenancy.policy import (
     draquota,
     fleet,
     hami,
+    namespacelabels,
     placement,
     queuepolicy,
     resourcegroups,
@@ -78,6 +79,7 @@ RULES: dict[str, Rule] = {
     "budget-resource-groups": resourcegroups.budget_resource_groups,
     "queue-policy": queuepolicy.queue_policy,
     "admission-check": queuepolicy.admission_check,
+    "namespace-selector": namespacelabels.namespace_selector,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

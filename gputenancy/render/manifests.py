@@ -113,6 +113,7 @@ def render_tenant(
         name=tenant.name,
         cohort=tenant.cohort,
         namespaces=sorted(namespaces),
+        selector=dict(sorted(tenant.namespace_selector.items())) if tenant.namespace_selector else None,
         queueing_strategy=policy.queueing_strategy or tenant.queueing_strategy,
         stop_policy=stop,
         preemption=preemption,
@@ -124,6 +125,8 @@ def render_tenant(
     )
     cq["metadata"]["labels"].update(multikueue.quota_labels(cluster))
     field_origins[("spec", "cohortName")] = tenant.cohort_origin
+    if tenant.selector_origin is not None:
+        field_origins[("spec", "namespaceSelector")] = tenant.selector_origin
     if policy.preemption is not None:
         field_origins[("spec", "preemption")] = policy.preemption.origin
     if policy.fungibility_origin is not None:
