@@ -309,3 +309,14 @@ def test_the_built_objects_and_budgets_reach_the_same(
             assert cap is not None and cap.canonical() == g["reach"], (g, cap)
             compared += 1
     assert compared > 20
+
+
+def test_the_report_page_shows_the_tree(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    _department(root)
+    out = tmp_path / "report.html"
+    assert main(["--root", str(root), "report", "--cluster", "prod", "--output", str(out)]) == 0
+    page = out.read_text()
+    tree = page.split('<table class="budget-tree">', 1)[1].split("</table>", 1)[0]
+    assert "<td>perception</td><td>research</td><td>speech, vision</td><td>h100 nvidia.com/gpu</td>" in tree
+    assert "<td>4</td><td>10</td><td>12</td>" in tree

@@ -22,7 +22,7 @@ def topology(model: Model, catalog: Catalog) -> Iterator[Finding]:
     """A flavor bound to a topology on a cluster (`capacity[].topologyName`) names a Topology of that
     cluster (`topologies[]`; Kueue: "there is no Topology ... for TAS flavor", the queues stay inactive),
     has at least one nodeLabel in base/platform.yaml (ResourceFlavor CEL: "at least one nodeLabel is
-    required when topology is set"), runs where the TopologyAwareScheduling gate is on for the cluster's
+    required when topology is set"), and runs where the TopologyAwareScheduling gate is on for the cluster's
     Kueue version. Each Topology has a unique name and unique levels, kubernetes.io/hostname only as
     the last one.
 
