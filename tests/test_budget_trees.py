@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import fleetrepo
 import pytest
 import trees
 import yaml
@@ -320,3 +321,26 @@ def test_the_report_page_shows_the_tree(tmp_path: Path) -> None:
     tree = page.split('<table class="budget-tree">', 1)[1].split("</table>", 1)[0]
     assert "<td>perception</td><td>research</td><td>speech, vision</td><td>h100 nvidia.com/gpu</td>" in tree
     assert "<td>4</td><td>10</td><td>12</td>" in tree
+
+
+def test_a_cohort_holding_quota_on_workers_holds_their_sum_on_the_manager(tmp_path: Path) -> None:
+    """A MultiKueue manager admits against its own Cohort: the workers' cohort quota is summed there,
+    as each tenant's queue is."""
+    root = fleetrepo.write(tmp_path / "repo")
+    held = [{"flavor": "h100", "devices": {fleetrepo.GPU: 2}}]
+    trees.edit(
+        root,
+        "base/platform.yaml",
+        lambda d: d["cohorts"][0].update(budgets={"clusters": {"w1": held}}),
+    )
+    result = engine.run(root)
+    assert [f.format() for f in result.findings if f.severity.name == "ERROR"] == []
+    quotas = {}
+    for name in ("mgr", "w1"):
+        (cohort,) = [o.body for o in result.clusters[name].objects if o.body["kind"] == "Cohort"]
+        quotas[name] = cohort["spec"]["resourceGroups"][0]["flavors"]
+    assert (
+        quotas["mgr"]
+        == quotas["w1"]
+        == [{"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "2"}]}]
+    )
