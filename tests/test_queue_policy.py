@@ -92,7 +92,11 @@ def test_platform_defaults_apply_where_a_tenant_states_nothing(tmp_path: Path) -
         root,
         "base/platform.yaml",
         lambda d: d.update(
-            queueDefaults={"preemption": "within-queue", "queueingStrategy": "StrictFIFO"},
+            queueDefaults={
+                "preemption": "within-queue",
+                "queueingStrategy": "StrictFIFO",
+                "fairSharingWeight": 3,
+            },
         ),
     )
     result = engine.run(root)
@@ -101,6 +105,8 @@ def test_platform_defaults_apply_where_a_tenant_states_nothing(tmp_path: Path) -
     assert queues["speech"]["spec"]["preemption"]["withinClusterQueue"] == "LowerPriority"  # from the default
     assert queues["vision"]["spec"]["preemption"]["reclaimWithinCohort"] == "Any"  # its own preset: reclaim
     assert {q["spec"]["queueingStrategy"] for q in queues.values()} == {"StrictFIFO"}
+    assert queues["speech"]["spec"]["fairSharing"] == {"weight": "3"}
+    assert queues["nlp"]["spec"]["fairSharing"] == {"weight": "2"}  # its own fairSharingWeight
 
 
 def test_stop_policy_hold(tmp_path: Path) -> None:

@@ -339,6 +339,12 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
     if c.findings:
         raise PipelineError(c.findings)
     namespaces = d.get("tenantNamespaces", {})
+    defaults = d.get("queueDefaults") or {}
+    weight = None
+    if "fairSharingWeight" in defaults:
+        weight = c.quantity(
+            doc, ("queueDefaults", "fairSharingWeight"), defaults["fairSharingWeight"], "quantity"
+        )
     checks: dict[str, queuepolicy.AdmissionCheckDef] = {}
     for check in queuepolicy.build_checks(doc, d.get("admissionChecks", [])):
         c.keep_first(checks, check, "admission check")
@@ -359,6 +365,7 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
         kueue_manifests_url=d.get("kueueManifestsURL"),
         queue_defaults=queuepolicy.build(doc, ("queueDefaults",), d.get("queueDefaults") or {}, tenant=False),
         admission_checks=checks,
+        default_weight=weight,
     )
 
 

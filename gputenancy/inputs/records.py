@@ -169,6 +169,7 @@ class Platform:
     kueue_manifests_url: str | None = None  # `schemas fetch` URL template ({version})
     # `queueDefaults`: every tenant's unless it states its own
     queue_defaults: QueuePolicy = dataclasses.field(default_factory=QueuePolicy)
+    default_weight: quantity.Quantity | None = None  # queueDefaults.fairSharingWeight
     admission_checks: Mapping[str, AdmissionCheckDef] = dataclasses.field(default_factory=dict)
 
 

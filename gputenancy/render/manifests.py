@@ -21,6 +21,7 @@ from gputenancy.common import fastyaml
 from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.common.objects import FieldPath, RenderedObject
 from gputenancy.inputs import fleet, queuepolicy
+from gputenancy.inputs.quantity import Quantity
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy import destinations
 from gputenancy.policy.catalog import Catalog, claims_on, classes_used
@@ -92,10 +93,14 @@ def _meta(source: Origin, wave: str, tenant: str | None = None, **extra: str) ->
 
 
 def render_tenant(
-    tenant: Tenant, cluster: Cluster, catalog: Catalog, defaults: queuepolicy.QueuePolicy | None = None
+    tenant: Tenant,
+    cluster: Cluster,
+    catalog: Catalog,
+    defaults: queuepolicy.QueuePolicy | None = None,
+    default_weight: Quantity | None = None,
 ) -> list[RenderedObject]:
-    """ClusterQueue, LocalQueues and ResourceClaimTemplates of one tenant on one cluster; `defaults`:
-    the platform's queueDefaults."""
+    """ClusterQueue, LocalQueues and ResourceClaimTemplates of one tenant on one cluster; `defaults` and
+    `default_weight`: the platform's queueDefaults."""
     budget = tenant.budget_for(cluster.name) or ()
     rgroups, field_origins = groups.resource_groups(budget, cluster.name, catalog)
     policy = queuepolicy.effective(tenant.policy, defaults or queuepolicy.QueuePolicy())
@@ -118,7 +123,9 @@ def render_tenant(
         stop_policy=stop,
         preemption=preemption,
         fungibility={**version_defaults["flavorFungibility"], **(policy.flavor_fungibility or {})},
-        weight=tenant.fair_sharing_weight.canonical() if tenant.fair_sharing_weight is not None else None,
+        weight=weight.canonical()
+        if (weight := tenant.fair_sharing_weight or default_weight) is not None
+        else None,
         groups=rgroups,
         admission_checks=checks,
         **_meta(tenant.origin, WAVE_HELD if held else WAVE_CLUSTER_QUEUES, tenant.name),
