@@ -86,6 +86,25 @@ def test_a_tenant_states_its_policy_in_kueue_terms_and_every_supported_version_a
     assert "AdmissionCheck" in {o.body["kind"] for o in result.clusters["prod"].objects}
 
 
+def test_a_provisioning_request_config_may_have_a_name_of_its_own(tmp_path: Path) -> None:
+    """As Kueue's own example (an AdmissionCheck sample-prov whose parameters name prov-test-config)."""
+    root = trees.example(tmp_path, generated=False)
+    prc = {"name": "prov-test-config", "provisioningClassName": "check-capacity.autoscaling.x-k8s.io"}
+    trees.edit(
+        root,
+        "base/platform.yaml",
+        lambda d: d.update(admissionChecks=[{"name": "sample-prov", "provisioningRequestConfig": prc}]),
+    )
+    trees.edit(root, "tenants/speech.yaml", lambda d: d.update(admissionChecks=[{"name": "sample-prov"}]))
+    result = engine.run(root, cluster="prod")
+    assert [f.format() for f in result.findings] == []
+    assert (
+        _objects(result, "prod", "AdmissionCheck")["sample-prov"]["spec"]["parameters"]["name"]
+        == "prov-test-config"
+    )
+    assert "prov-test-config" in _objects(result, "prod", "ProvisioningRequestConfig")
+
+
 def test_platform_defaults_apply_where_a_tenant_states_nothing(tmp_path: Path) -> None:
     root = trees.example(tmp_path, generated=False)
     trees.edit(

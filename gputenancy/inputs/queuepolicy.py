@@ -154,11 +154,12 @@ def build_checks(doc: Document, raw: list[Mapping[str, Any]]) -> tuple[Admission
         parameters = c.get("parameters")
         controller = c.get("controllerName")
         if prc is not None:
-            provisioning = {**prc, "retryStrategy": {**RETRY_DEFAULTS, **(prc.get("retryStrategy") or {})}}
+            spec = {k: v for k, v in prc.items() if k != "name"}
+            provisioning = {**spec, "retryStrategy": {**RETRY_DEFAULTS, **(prc.get("retryStrategy") or {})}}
             parameters = {
                 "apiGroup": "kueue.x-k8s.io",
                 "kind": "ProvisioningRequestConfig",
-                "name": c["name"],
+                "name": prc.get("name", c["name"]),
             }
             controller = controller or PROVISIONING_CONTROLLER
         out.append(

@@ -306,6 +306,7 @@ def _admission_checks(model: Model, cluster: Cluster) -> list[RenderedObject]:
                 controller=check.controller,
                 parameters=dict(check.parameters) if check.parameters else None,
                 provisioning=dict(check.provisioning) if check.provisioning else None,
+                config=check.parameters["name"] if check.parameters else name,
                 **_meta(check.origin, WAVE_FLAVORS),
             )
         )
