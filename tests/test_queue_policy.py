@@ -4,6 +4,7 @@ platform defaults, rendered with every default written out and held to Kueue's r
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ import pytest
 import trees
 
 from gputenancy import engine
+from gputenancy.check.kubernetes import crdschema
+from gputenancy.check.kubernetes.crdcheck import apply_defaults
 
 PROVISIONING = {
     "name": "gpu-provisioning",
@@ -172,3 +175,51 @@ def test_an_admission_check_without_a_controller(tmp_path: Path) -> None:
     trees.edit(root, "base/platform.yaml", lambda d: d.update(admissionChecks=[{"name": "multikueue"}]))
     found = [f.message for f in engine.check_only(root)[1] if f.rule == "admission-check"]
     assert any("names no controller" in m for m in found) and any("MultiKueue" in m for m in found)
+
+
+def test_every_new_shape_is_rendered_as_the_api_server_stores_it(tmp_path: Path, shared: Path) -> None:
+    """The API server's structural defaulting (each supported Kueue version's CRDs) adds nothing to what
+    the pipeline renders for the new shapes: a department Cohort with quota, a two-group queue, a queue
+    policy in Kueue's terms, an AdmissionCheck with its ProvisioningRequestConfig, a label selector, a
+    Topology and a TAS flavor. What Argo CD applies is what the server keeps: no drift."""
+    root = trees.example(tmp_path, generated=False)
+    trees.edit(root, "base/platform.yaml", lambda d: d.update(admissionChecks=[PROVISIONING]))
+    policy = {
+        "preemption": {"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}},
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor"},
+        "admissionChecks": [{"name": "gpu-provisioning"}],
+        "namespaceSelector": {"matchLabels": {"team": "sandbox"}},
+        "namespaceLabels": {"team": "sandbox"},
+    }
+    trees.edit(root, "tenants/sandbox.yaml", lambda d: d.update(policy))
+    topology = {"name": "lab", "levels": [{"nodeLabel": "kubernetes.io/hostname"}]}
+
+    def tas(d: dict[str, Any]) -> None:
+        d["topologies"] = [topology]
+        d["capacity"][0]["topologyName"] = "lab"
+
+    trees.edit(root, "overlays/lab/cluster.yaml", tas)
+    result = engine.run(root, schemas=shared, cluster="lab")
+    assert [f.format() for f in result.findings] == []
+    kinds = {
+        "Cohort",
+        "ClusterQueue",
+        "ResourceFlavor",
+        "Topology",
+        "AdmissionCheck",
+        "ProvisioningRequestConfig",
+    }
+    seen = set()
+    for tag in ("v0.18.1", "v0.19.2"):
+        crds = shared / "kueue" / tag / "crds"
+        for o in result.clusters["lab"].objects:
+            kind = o.body["kind"]
+            if kind not in kinds:
+                continue
+            compiled = crdschema.compiled(crds, "kueue.x-k8s.io", kind, "v1beta2")
+            stored = copy.deepcopy(dict(o.body))
+            assert compiled.plan is not None
+            apply_defaults(stored, compiled.plan)
+            assert stored == o.body, (tag, kind, o.body["metadata"]["name"])
+            seen.add(kind)
+    assert seen == kinds
