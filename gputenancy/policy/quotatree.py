@@ -58,6 +58,7 @@ class Tree:
         self.cyclic = _cyclic(self.parents)
         self._subtree: dict[tuple[str, Key], Decimal] = {}
         self._potential: dict[tuple[str, Key], Decimal | None] = {}
+        self._described: dict[str, str] = {}
 
     def root(self, cohort: str) -> str:
         seen = {cohort}
@@ -134,13 +135,18 @@ class Tree:
         return min(value, nominal + borrowing) if borrowing is not None else value
 
     def describe(self, root: str) -> str:
-        """Everything the reach of a queue in `root`'s tree depends on, as text (part of a cache key)."""
+        """Everything the reach of a queue in `root`'s tree depends on, as text (part of a cache key),
+        worked out once per tree."""
+        found = self._described.get(root)
+        if found is not None:
+            return found
         parts = []
         for name in self.members(root):
             quotas = sorted((k, tuple(map(str, q))) for k, q in self.quotas.get(name, {}).items())
             lent = sorted((k, str(v)) for k, v in self.lent.get(name, {}).items())
             parts.append((name, self.parents.get(name), name in self.cyclic, quotas, lent))
-        return repr(parts)
+        found = self._described[root] = repr(parts)
+        return found
 
 
 def _cyclic(parents: Mapping[str, str]) -> frozenset[str]:
