@@ -108,7 +108,12 @@ def _grant_lines(plan: Plan, cluster: str) -> list[str]:
     lines += [
         f"  affected on {cluster} (tenants the change does not touch; reach through the cohort):"
     ] * bool(affected)
-    return lines + [f"    {x}" for x in affected]
+    lines += [f"    {x}" for x in affected]
+    tree = [x for d in plan.pools if d.cluster == cluster for x in budgetdiff.tree_lines(d)]
+    lines += [f"  budget tree on {cluster} (cohorts' own quota, what they hold with members, reach):"] * bool(
+        tree
+    )
+    return lines + [f"    {x}" for x in tree]
 
 
 def summary(plan: Plan) -> str:
@@ -217,6 +222,15 @@ def _grant_markdown(plan: Plan) -> list[str]:
                         "",
                         f"… and {len(rows) - MAX_GRANT_ROWS} more rows: run `python pipeline.py plan`",
                     ]
+    for name in dict.fromkeys(d.cluster for d in plan.pools):
+        tree = [line for d in plan.pools if d.cluster == name for line in budgetdiff.tree_lines(d)]
+        if tree:
+            out += [
+                "",
+                f"### Budget tree on {_md(name)} (before → after)",
+                "",
+                *(f"- {_md(x)}" for x in tree),
+            ]
     return out
 
 
