@@ -1,0 +1,430 @@
+"""`import`: a dump of a cluster -> the repository's files, proven by rendering them back.
+
+1. read and check the dump and the repository (bad input: findings, nothing written);
+2. map the live objects to inputs (`mapping`), write them into a staging copy of the repository;
+3. render the cluster there and compare (`proof`); the fields the model cannot express become kustomize
+   patches in the cluster's overlay, objects it has no file for are kept verbatim there; render again;
+4. when the round trip is exact (or `allow_partial`), copy the files into the repository: each written
+   to a temporary file first, then all renamed into place."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gputenancy.adopt import compare, mapping, proof, writing
+from gputenancy.adopt.dumpfile import Dump, LiveObject
+from gputenancy.common.findings import Finding, Origin, PipelineError
+
+RULE = mapping.RULE
+DEFAULT_KUEUE = "v0.19.2"
+DEFAULT_KUBERNETES = "1.36"
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_IMAGE_TAG = re.compile(r"/kueue:(v[0-9]+\.[0-9]+\.[0-9]+)$")
+_STAGED = ("tenants", "base", "overlays")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    cluster: str
+    owners: tuple[str, ...] = ()
+    kueue_version: str | None = None
+    kubernetes_version: str | None = None
+    allow_partial: bool = False
+    schemas: Path | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    results: tuple[proof.ObjectResult, ...]
+    files: Mapping[str, bytes]
+    told: tuple[str, ...]
+    notes: tuple[str, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def exact(self) -> bool:
+        return not any(r.verdict in (proof.Verdict.DIFFERENT, proof.Verdict.NEW) for r in self.results)
+
+
+def plan(root: Path, dump: Dump, options: Options) -> Outcome:
+    """Everything up to the files to write (nothing under `root` is changed). Raises PipelineError on
+    bad input."""
+    from gputenancy import engine
+    from gputenancy.policy import rules
+
+    cluster = options.cluster
+    if not _LABEL.fullmatch(cluster):
+        raise PipelineError(
+            [Origin("--cluster").finding(RULE, f"{cluster!r} is not a valid cluster name (a DNS label)")]
+        )
+    if (root / "overlays" / cluster).exists():
+        raise PipelineError(
+            [
+                Origin(f"overlays/{cluster}").finding(
+                    RULE, f"cluster {cluster} is already in the repository: import into a new cluster name"
+                )
+            ]
+        )
+    findings = mapping.check_dump(dump, cluster)
+    if findings:
+        raise PipelineError(findings)
+    model, loaded = engine.check_only(root, cache=None)
+    errors = [f for f in loaded if f.severity.value == "error"]
+    if errors:
+        raise PipelineError(errors)
+    catalog = {n: e.resource for n, e in rules.effective_catalog(model).classes.items()}
+    kueue, kubernetes, told_versions = _versions(dump, options)
+    adoption = mapping.adopt(
+        dump,
+        cluster,
+        catalog=catalog,
+        kueue_version=kueue,
+        kubernetes_version=kubernetes,
+        versions_told=told_versions,
+    )
+    collisions = _collisions(adoption, model, root)
+    if collisions:
+        raise PipelineError(collisions)
+    owners = options.owners or tuple(model.platform.owners or ()) or ("@platform-team",)
+    source = Path(dump.path).name
+    files, told = writing.tenant_files(adoption, root, owners, source)
+    platform_text, more = writing.platform_file(
+        (root / "base/platform.yaml").read_text(encoding="utf-8"), adoption
+    )
+    files["base/platform.yaml"] = platform_text.encode()
+    told += more
+    base_config = dict(model.platform.kueue_config.data)
+    overlay_config, gates = _config_over_base(adoption.config, base_config, catalog, adoption)
+    files[f"overlays/{cluster}/cluster.yaml"] = writing.cluster_file(
+        adoption, overlay_config, gates, source
+    ).encode()
+    carried = _carried_files(adoption)
+    with tempfile.TemporaryDirectory(prefix="gputenancy-import-") as tmp:
+        stage = Path(tmp)
+        for name in _STAGED:
+            if (root / name).is_dir():
+                shutil.copytree(root / name, stage / name, symlinks=False)
+        files[f"overlays/{cluster}/kustomization.yaml"] = writing.overlay_kustomization(
+            cluster, sorted(carried), []
+        ).encode()
+        files.update({f"overlays/{cluster}/{f}": t.encode() for f, t in carried.items()})
+        _put(stage, files)
+        first = proof.render(stage, cluster, options.schemas)
+        if first.failed:
+            return Outcome((), files, tuple(told), adoption.notes, first.findings)
+        platform_patches, tenant_patches, fields = _patches(dump, first, adoption)
+        gaps = list(adoption.gaps) + [g for _, why, _ in (*platform_patches, *tenant_patches) for g in why]
+        first, patched, removed = _with_patches(
+            stage, files, cluster, sorted(carried), (platform_patches, tenant_patches), first, options, told
+        )
+    carried_keys = {
+        o.key: (why, f"overlays/{cluster}/{_carried_name(o.kind)}") for o, why in adoption.carried
+    }
+    results = proof.judge(
+        dump,
+        first,
+        gaps=sorted(set(gaps), key=gaps.index),
+        carried=carried_keys,
+        patched=patched,
+        fields=fields,
+        skipped=adoption.skipped,
+        removed=removed,
+    )
+    config_result = proof.judge_config(adoption.config, first, f"overlays/{cluster}/cluster.yaml")
+    if config_result is not None:
+        results.append(config_result)
+    return Outcome(tuple(results), files, tuple(told), adoption.notes, first.findings)
+
+
+def _with_patches(
+    stage: Path,
+    files: dict[str, bytes],
+    cluster: str,
+    carried: list[str],
+    patches: tuple[list[Patch], list[Patch]],
+    unpatched: proof.Rendered,
+    options: Options,
+    told: list[str],
+) -> tuple[proof.Rendered, dict[tuple[str, str, str], str], set[tuple[str, str, str]]]:
+    """Render again with the patches in the overlay (`files` updated). Patches the post-build checks
+    refuse are left out: first the removals of objects the cluster lacks, then all; what they would
+    have carried is then reported as different."""
+    overlay = f"overlays/{cluster}/kustomization.yaml"
+    component = f"overlays/{cluster}/tenants/kustomization.yaml"
+    platform, tenant = patches
+    attempts = [
+        (platform, tenant),
+        ([p for p in platform if p[2] is not None], [p for p in tenant if p[2] is not None]),
+    ]
+    for plat, ten in attempts:
+        if not plat and not ten:
+            break
+        files[overlay] = writing.overlay_kustomization(cluster, carried, plat).encode()
+        files.pop(component, None)
+        (stage / component).unlink(missing_ok=True)
+        if ten:
+            files[component] = writing.tenant_component(cluster, ten).encode()
+        _put(stage, files)
+        rendered = proof.render(stage, cluster, options.schemas)
+        if not rendered.failed:
+            patched = {o.key: overlay for o, _, _ in plat}
+            patched.update({o.key: component for o, _, _ in ten})
+            return rendered, patched, {o.key for o, _, ops in (*plat, *ten) if ops is None}
+        errors = "; ".join(f.format() for f in rendered.findings if f.severity.value == "error")
+        told.append(f"patches left out, the checks refuse them: {errors[:2000]}")
+    files[overlay] = writing.overlay_kustomization(cluster, carried, []).encode()
+    files.pop(component, None)
+    return unpatched, {}, set()
+
+
+def _put(stage: Path, files: Mapping[str, bytes]) -> None:
+    for rel, data in files.items():
+        path = stage / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def _versions(dump: Dump, options: Options) -> tuple[str, str, list[str]]:
+    told = []
+    kueue = options.kueue_version
+    if kueue is None:
+        for d in dump.of_kind("Deployment"):
+            for c in (
+                (((d.body.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")
+            ) or []:
+                m = _IMAGE_TAG.search(str(c.get("image", "")))
+                if m and kueue is None:
+                    kueue = m.group(1)
+                    told.append(f"Kueue {kueue}: from the image of Deployment {d.namespace}/{d.name}")
+    if kueue is None:
+        kueue = DEFAULT_KUEUE
+        told.append(
+            f"Kueue version: assumed {kueue} (the dump holds no Kueue Deployment; --kueue-version sets it)"
+        )
+    kubernetes = options.kubernetes_version
+    if kubernetes is None:
+        kubernetes = DEFAULT_KUBERNETES
+        told.append(f"Kubernetes version: assumed {kubernetes} (--kubernetes-version sets it)")
+    return kueue, kubernetes, told
+
+
+def _collisions(adoption: mapping.Adoption, model: Any, root: Path) -> list[Finding]:
+    """Queues that would collide with what the repository holds: a tenant of the same name with other
+    settings, a namespace another tenant owns."""
+    out: list[Finding] = []
+    tenants = {t.name: t for t in model.tenants}
+    owner = {ns: t.name for t in model.tenants for ns, _ in t.namespaces}
+    for plan_ in adoption.tenants:
+        here = plan_.queue.origin
+        existing = tenants.get(plan_.name)
+        if existing is not None:
+            s = plan_.settings
+            theirs = {
+                "namespaces": sorted(ns for ns, _ in existing.namespaces),
+                "localQueueName": existing.local_queue,
+                "cohort": existing.cohort,
+                "preemption": existing.preemption,
+                "queueingStrategy": existing.queueing_strategy,
+                "state": existing.state,
+            }
+            mine = {
+                "namespaces": sorted(s["namespaces"]),
+                "localQueueName": s.get("localQueueName", plan_.name),
+                "cohort": s.get("cohort"),
+                "preemption": s.get("preemption", "none"),
+                "queueingStrategy": s.get("queueingStrategy", "BestEffortFIFO"),
+                "state": s.get("state", "active"),
+            }
+            differ = [k for k in theirs if theirs[k] != mine[k]]
+            if differ:
+                out.append(
+                    here.finding(
+                        RULE,
+                        f"ClusterQueue {plan_.name} collides with {existing.path}: "
+                        + ", ".join(f"{k} {mine[k]!r} here, {theirs[k]!r} there" for k in differ)
+                        + " (a tenant renders the same queue on every cluster; rename one in the repository first)",
+                    )
+                )
+            elif adoption.cluster in existing.cluster_budgets:
+                out.append(
+                    here.finding(
+                        RULE, f"{existing.path} already holds a budget for cluster {adoption.cluster}"
+                    )
+                )
+            continue
+        for ns in plan_.settings["namespaces"]:
+            if ns in owner:
+                out.append(
+                    here.finding(
+                        RULE,
+                        f"namespace {ns} of ClusterQueue {plan_.name} belongs to tenant {owner[ns]} (tenants/{owner[ns]}.yaml)",
+                    )
+                )
+    return out
+
+
+def _config_over_base(
+    live: Mapping[str, Any] | None,
+    base: Mapping[str, Any],
+    catalog: Mapping[str, str],
+    adoption: mapping.Adoption,
+) -> tuple[dict[str, Any], dict[str, bool]]:
+    """kueue.config of the overlay (what the live Configuration has that the base does not) and
+    kueue.featureGates; the deviceClassMappings of classes the catalog holds are the pipeline's own."""
+    if live is None:
+        return {}, {}
+    body = {k: v for k, v in live.items() if k not in ("apiVersion", "kind")}
+    gates = body.pop("featureGates", None) or {}
+    mapped = {*catalog, *(e["name"] for e in adoption.device_classes)}
+    resources = dict(body.get("resources") or {})
+    if "deviceClassMappings" in resources:
+        kept = [
+            m
+            for m in resources["deviceClassMappings"]
+            if set(m) != {"name", "deviceClassNames"} or not set(m.get("deviceClassNames") or []) <= mapped
+        ]
+        if kept:
+            resources["deviceClassMappings"] = kept
+        else:
+            resources.pop("deviceClassMappings")
+        if resources:
+            body["resources"] = resources
+        else:
+            body.pop("resources")
+    return _over(body, base), {str(k): bool(v) for k, v in gates.items()}
+
+
+def _over(live: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in live.items():
+        have = base.get(key)
+        if isinstance(value, dict) and isinstance(have, dict):
+            sub = _over(value, have)
+            if sub:
+                out[key] = sub
+        elif value != have:
+            out[key] = value
+    return out
+
+
+def _carried_name(kind: str) -> str:
+    """kept-topologies.yaml, kept-deviceclasses.yaml, kept-localqueues.yaml"""
+    name = kind.lower()
+    plural = name[:-1] + "ies" if name.endswith("y") else name + ("es" if name.endswith("s") else "s")
+    return f"kept-{plural}.yaml"
+
+
+def _carried_files(adoption: mapping.Adoption) -> dict[str, str]:
+    by_kind: dict[str, list[tuple[LiveObject, str]]] = {}
+    for o, why in adoption.carried:
+        by_kind.setdefault(o.kind, []).append((o, why))
+    return {_carried_name(k): writing.carried_file(v) for k, v in sorted(by_kind.items())}
+
+
+Patch = tuple[LiveObject, list[mapping.Gap], list[dict[str, Any]] | None]
+"""The object, why, and the JSON patch operations (None: the object is removed from the build)."""
+
+
+def _patches(
+    dump: Dump, rendered: proof.Rendered, adoption: mapping.Adoption
+) -> tuple[list[Patch], list[Patch], dict[tuple[str, str, str], tuple[compare.FieldDiff, ...]]]:
+    """The JSON patches that make each rendered object equal to the live one (platform, tenant), and
+    the fields each carries. A field no gap of the mapping explains is named as one of its own."""
+    gaps: dict[tuple[str, str, str], list[mapping.Gap]] = {}
+    for g in adoption.gaps:
+        gaps.setdefault((g.kind, g.namespace, g.name), []).append(g)
+    carried = {o.key for o, _ in adoption.carried}
+    platform: list[Patch] = []
+    tenant: list[Patch] = []
+    fields: dict[tuple[str, str, str], tuple[compare.FieldDiff, ...]] = {}
+    for o in dump.objects:
+        if o.kind not in mapping.IMPORTED or o.key in carried:
+            continue
+        found = rendered.objects.get(o.key)
+        if found is None:
+            continue
+        diffs = compare.compare(o.body, compare.without_bookkeeping(found, compare.normalise(o.body)))
+        if not diffs:
+            continue
+        why = list(gaps.get(o.key, []))
+        for d in diffs:
+            if not any(d.path == g.field or d.path.startswith((g.field + ".", g.field + "[")) for g in why):
+                why.append(mapping.Gap(o.kind, o.namespace, o.name, d.path, "no input key renders it"))
+        fields[o.key] = diffs
+        ops = proof.patch_ops(_per_key(diffs))
+        (tenant if o.kind in proof.TENANT_KINDS else platform).append((o, why, ops))
+    live = {o.key for o in dump.objects}
+    for key, body in sorted(rendered.objects.items()):
+        if key in live or key[0] not in mapping.IMPORTED:
+            continue
+        ghost = LiveObject(str(body.get("apiVersion")), *key, body, "", 0)
+        why = [mapping.Gap(*key, "(the object)", "the model renders it; the cluster has none")]
+        (tenant if key[0] in proof.TENANT_KINDS else platform).append((ghost, why, None))
+    return platform, tenant, fields
+
+
+def _per_key(diffs: Sequence[compare.FieldDiff]) -> list[compare.FieldDiff]:
+    """Labels and annotations the rendered object lacks, one key at a time (the pipeline's own stay)."""
+    out = []
+    for d in diffs:
+        if d.pointer in (("metadata", "labels"), ("metadata", "annotations")) and isinstance(d.live, dict):
+            if d.rendered is compare.MISSING:
+                out += [
+                    compare.FieldDiff(f"{d.path}.{k}", v, compare.MISSING, (*d.pointer, k))
+                    for k, v in d.live.items()
+                ]
+                continue
+        out.append(d)
+    return out
+
+
+def write(root: Path, files: Mapping[str, bytes]) -> list[str]:
+    """All files or none: each to a temporary file beside its target, then renamed into place. Paths
+    are repository paths built from valid names; none may leave `root`."""
+    real = root.resolve()
+    staged: list[tuple[str, Path]] = []
+    try:
+        for rel, data in sorted(files.items()):
+            target = (root / rel).resolve()
+            if real not in target.parents:
+                raise PipelineError([Origin(rel).finding(RULE, "outside the repository: not written")])
+            if (root / rel).is_symlink():
+                raise PipelineError([Origin(rel).finding(RULE, "a symbolic link: not written")])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o644)
+            staged.append((tmp, target))
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    changed = []
+    for tmp, target in staged:
+        os.replace(tmp, target)
+        changed.append(str(target.relative_to(real)))
+    return changed
+
+
+def report(outcome: Outcome, emit: Callable[[str], object]) -> None:
+    """Per object: its verdict, each field that differs (live -> rendered), why and where."""
+    order = list(proof.Verdict)
+    for r in sorted(outcome.results, key=lambda r: (order.index(r.verdict), r.kind, r.namespace, r.name)):
+        line = f"{r.verdict.value:36}  {r.shown()}"
+        if r.where:
+            line += f"  ({r.where})"
+        emit(line + "\n")
+        if r.why:
+            emit(f"      why: {r.why}\n")
+        for d in r.diffs:
+            emit(f"      {d.shown()}\n")
+    counts = {v: sum(1 for r in outcome.results if r.verdict is v) for v in proof.Verdict}
+    emit("summary: " + ", ".join(f"{n} {v.value}" for v, n in counts.items() if n) + "\n")

@@ -1,0 +1,685 @@
+"""Live objects -> the repository's inputs: each ClusterQueue a tenant (its namespaces from the
+LocalQueues that point to it), ResourceFlavors, the device class catalog and cohorts for the platform,
+versions, capacity and the Configuration for the cluster's overlay.
+
+Each shape of a live object the input model knows is read by one small function below (`_preemption`,
+`_namespaces`, `_budget`, ...): a shape the model cannot express yet is left out of the inputs and
+named as a `Gap`, and the round trip (`proof`) carries it as a patch. Objects the pipeline does not own
+(Namespaces, ResourceSlices, Workloads, ...) are not imported."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gputenancy.adopt.dumpfile import Dump, LiveObject
+from gputenancy.common.findings import Finding
+from gputenancy.inputs import quantity
+from gputenancy.render.manifests import PREEMPTION
+
+KUEUE = "kueue.x-k8s.io"
+KUEUE_VERSIONS = ("v1beta1", "v1beta2")
+IMPORTED = (
+    "ResourceFlavor",
+    "ClusterQueue",
+    "Cohort",
+    "LocalQueue",
+    "WorkloadPriorityClass",
+    "AdmissionCheck",
+    "Topology",
+    "DeviceClass",
+    "ResourceClaimTemplate",
+)
+"""The kinds `import` reads; the manager ConfigMap and Deployment in the Kueue namespace too."""
+NOT_OWNED = (
+    "Namespace",
+    "ResourceSlice",
+    "ResourceClaim",
+    "Workload",
+    "Node",
+    "Pod",
+    "Job",
+    "Event",
+    "ProvisioningRequestConfig",
+    "MultiKueueConfig",
+    "MultiKueueCluster",
+)
+"""Kinds a dump may hold that the pipeline does not render: read where they help (ResourceSlices:
+capacity), never imported."""
+CARRIED_KINDS = ("WorkloadPriorityClass", "AdmissionCheck", "Topology")
+"""Kinds the input model has no file for: carried verbatim in the cluster's overlay as kustomize
+resources, so the round trip is exact and the post-build checks judge them."""
+SELECTOR_KEY = "kubernetes.io/metadata.name"
+RULE = "import-input"
+
+
+@dataclasses.dataclass(frozen=True)
+class Gap:
+    """A field of a live object the input model cannot express: carried as a patch, or a difference."""
+
+    kind: str
+    namespace: str
+    name: str
+    field: str  # dotted path, "spec.namespaceSelector"
+    why: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TenantPlan:
+    name: str
+    settings: Mapping[str, Any]  # tenant keys but budgets (namespaces, localQueueName, cohort, ...)
+    budget: tuple[Mapping[str, Any], ...]  # flavor budgets on this cluster
+    claims: tuple[Mapping[str, Any], ...]
+    queue: LiveObject
+
+
+@dataclasses.dataclass(frozen=True)
+class Adoption:
+    cluster: str
+    tenants: tuple[TenantPlan, ...]
+    flavors: tuple[Mapping[str, Any], ...]
+    device_classes: tuple[Mapping[str, Any], ...]
+    cohorts: tuple[Mapping[str, Any], ...]
+    allowed_namespaces: tuple[str, ...]
+    cluster_settings: Mapping[str, Any]  # kubernetesVersion, kueue, capacity, overcommit
+    config: Mapping[str, Any] | None  # the live Configuration (None: the dump holds none)
+    carried: tuple[tuple[LiveObject, str], ...]  # kept verbatim as overlay resources, and why
+    skipped: tuple[tuple[LiveObject, str], ...]  # not imported, and why
+    gaps: tuple[Gap, ...]
+    notes: tuple[str, ...]
+    capacity_known: bool
+
+
+def check_dump(dump: Dump, cluster: str) -> list[Finding]:
+    """What makes a dump unfit to import: not Kueue objects, a Kueue API version the pipeline does not
+    know, objects of two clusters mixed."""
+    findings: list[Finding] = []
+    kueue = [o for o in dump.objects if o.group == KUEUE]
+    if not any(o.kind == "ClusterQueue" for o in kueue) and not any(o.kind == "Cohort" for o in kueue):
+        findings.append(
+            _at(dump.objects[0] if dump.objects else None, dump.path).finding(
+                RULE,
+                "the dump holds no ClusterQueue or Cohort (kueue.x-k8s.io): not a dump of a cluster "
+                "running Kueue; produce it with the kubectl line in `python pipeline.py import --help`",
+            )
+        )
+    for o in kueue:
+        version = o.api_version.rpartition("/")[2]
+        if version not in KUEUE_VERSIONS:
+            findings.append(
+                o.origin.finding(
+                    RULE,
+                    f"{o.shown()} is {o.api_version}: the pipeline reads {', '.join(KUEUE_VERSIONS)} of "
+                    f"{KUEUE} (the versions Kueue v0.18 and v0.19 serve)",
+                )
+            )
+    labelled = {}
+    for o in dump.objects:
+        labels = (o.body.get("metadata") or {}).get("labels") or {}
+        value = labels.get("gputenancy.io/cluster") if isinstance(labels, dict) else None
+        if isinstance(value, str):
+            labelled.setdefault(value, o)
+    if len(labelled) > 1:
+        shown = ", ".join(f"{c} ({o.shown()}, line {o.line})" for c, o in sorted(labelled.items()))
+        first = min(labelled.values(), key=lambda o: o.line)
+        findings.append(
+            first.origin.finding(
+                RULE,
+                f"objects of several clusters are mixed in one dump: {shown}; dump one cluster at a time",
+            )
+        )
+    if labelled and cluster not in labelled:
+        (other,) = labelled.items() if len(labelled) == 1 else (next(iter(labelled.items())),)
+        findings.append(
+            other[1].origin.finding(
+                RULE,
+                f"the objects are labelled gputenancy.io/cluster: {other[0]}, not {cluster}: import them "
+                f"as --cluster {other[0]}",
+            )
+        )
+    return findings
+
+
+def _at(obj: LiveObject | None, path: str) -> Any:
+    from gputenancy.common.findings import Origin
+
+    return obj.origin if obj is not None else Origin(path)
+
+
+def adopt(
+    dump: Dump,
+    cluster: str,
+    *,
+    catalog: Mapping[str, str],
+    kueue_version: str,
+    kubernetes_version: str,
+    versions_told: Sequence[str] = (),
+) -> Adoption:
+    """The inputs that render `dump`'s objects on `cluster`. `catalog`: device class -> quota resource
+    already in the repository (the live mappings are added)."""
+    gaps: list[Gap] = []
+    notes = list(versions_told)
+    carried: list[tuple[LiveObject, str]] = []
+    skipped: list[tuple[LiveObject, str]] = []
+    for o in dump.objects:
+        if o.kind in NOT_OWNED or (o.kind in ("ConfigMap", "Deployment") and o.group == ""):
+            if o.kind not in ("ConfigMap", "Deployment"):
+                skipped.append((o, "not rendered by the pipeline (the cluster or its workloads own it)"))
+        elif o.kind in CARRIED_KINDS:
+            carried.append((o, f"the input model has no file for {o.kind}s"))
+        elif o.kind not in IMPORTED:
+            skipped.append((o, f"{o.kind} is not a kind the pipeline renders"))
+    config = dump.kueue_config()
+    classes = dict(catalog)
+    candidates = _device_classes(dump, config, classes)
+    named = {e["name"] for e in candidates if e.get("named")}
+    by_resource = {resource: cls for cls, resource in sorted(classes.items()) if cls not in named}
+    queues = dump.of_kind("ClusterQueue")
+    locals_of: dict[str, list[LiveObject]] = {}
+    for lq in dump.of_kind("LocalQueue"):
+        target = (lq.body.get("spec") or {}).get("clusterQueue")
+        if isinstance(target, str) and dump.get("ClusterQueue", target) is not None:
+            locals_of.setdefault(target, []).append(lq)
+        else:
+            carried.append((lq, f"its ClusterQueue {target!r} is not in the dump"))
+    claims = dump.of_kind("ResourceClaimTemplate")
+    tenants: list[TenantPlan] = []
+    allowed: set[str] = set()
+    cohort_names: set[str] = set()
+    owned: set[str] = set()
+    for cq in queues:
+        plan = _tenant(cq, locals_of.get(cq.name, []), claims, by_resource, gaps, carried, owned)
+        if plan is None:
+            continue
+        tenants.append(plan)
+        allowed.update(ns for ns in plan.settings["namespaces"] if _reserved(ns))
+        if "cohort" in plan.settings:
+            cohort_names.add(plan.settings["cohort"])
+    claimed = {
+        (c["name"], ns)
+        for t in tenants
+        for c in t.claims
+        for ns in c.get("namespaces", t.settings["namespaces"])
+    }
+    for rct in claims:
+        if (rct.name, rct.namespace) not in claimed:
+            carried.append((rct, "no tenant's claim templates can express it (see the notes)"))
+    device_classes = _classes_kept(dump, candidates, tenants, gaps, carried, skipped)
+    cohorts = _cohorts(dump, cohort_names, gaps, carried)
+    flavors = [_flavor(rf, gaps) for rf in dump.of_kind("ResourceFlavor")]
+    flavors += [{"name": n} for n in _missing_flavors(dump)]
+    capacity, known = _capacity(dump, [f["name"] for f in flavors], notes)
+    settings: dict[str, Any] = {
+        "kubernetesVersion": kubernetes_version,
+        "kueue": {"version": kueue_version, "install": "manifests"},
+    }
+    if capacity:
+        settings["capacity"] = capacity
+    if not known:
+        settings["overcommit"] = True
+    return Adoption(
+        cluster,
+        tuple(tenants),
+        tuple(flavors),
+        tuple(device_classes),
+        tuple(cohorts),
+        tuple(sorted(allowed)),
+        settings,
+        config,
+        tuple(carried),
+        tuple(skipped),
+        tuple(gaps),
+        tuple(notes),
+        known,
+    )
+
+
+_RESERVED_BUILTIN = ("default", "kueue-system")
+
+
+def _reserved(namespace: str) -> bool:
+    return namespace in _RESERVED_BUILTIN
+
+
+# ------------------------------------------------------------------------------ the ClusterQueue
+
+
+def _tenant(
+    cq: LiveObject,
+    lqs: list[LiveObject],
+    claims: list[LiveObject],
+    by_resource: Mapping[str, str],
+    gaps: list[Gap],
+    carried: list[tuple[LiveObject, str]],
+    owned: set[str],
+) -> TenantPlan | None:
+    spec = cq.body.get("spec") or {}
+
+    def gap(field: str, why: str) -> None:
+        gaps.append(Gap(cq.kind, "", cq.name, field, why))
+
+    namespaces, lq_name = _namespaces(cq, lqs, gaps, carried, owned)
+    if not namespaces:
+        why = "no LocalQueue points to it" if not lqs else "its namespaces belong to other tenants"
+        carried.append((cq, f"{why}: a tenant needs a namespace of its own"))
+        return None
+    owned.update(namespaces)
+    settings: dict[str, Any] = {"namespaces": namespaces}
+    if lq_name != cq.name:
+        settings["localQueueName"] = lq_name
+    cohort = spec.get("cohortName") or spec.get("cohort")
+    if isinstance(cohort, str) and cohort:
+        settings["cohort"] = cohort
+    settings.update(_preemption(spec, gap))
+    settings.update(_fair_sharing(spec, gap))
+    strategy = spec.get("queueingStrategy")
+    if strategy == "StrictFIFO":
+        settings["queueingStrategy"] = "StrictFIFO"
+    settings.update(_stop(spec, gap))
+    _unexpressed_queue_fields(spec, gap)
+    budget = _budget(spec.get("resourceGroups") or [], by_resource, gap)
+    mine = [c for c in claims if c.namespace in namespaces]
+    templates = [
+        t for t in _claim_templates(mine, namespaces, gaps) if t["deviceClass"] in by_resource.values()
+    ]
+    return TenantPlan(cq.name, settings, tuple(budget), tuple(templates), cq)
+
+
+def _namespaces(
+    cq: LiveObject,
+    lqs: list[LiveObject],
+    gaps: list[Gap],
+    carried: list[tuple[LiveObject, str]],
+    owned: set[str],
+) -> tuple[list[str], str]:
+    """The tenant's namespaces (those of the LocalQueues pointing to `cq`) and the LocalQueue name they
+    share; a LocalQueue with another name is carried verbatim (the model names them all alike)."""
+    if not lqs:
+        return [], cq.name
+    names: dict[str, int] = {}
+    for lq in lqs:
+        names[lq.name] = names.get(lq.name, 0) + 1
+    common = max(sorted(names), key=lambda n: names[n])
+    namespaces: list[str] = []
+    for lq in sorted(lqs, key=lambda o: o.namespace):
+        if lq.namespace in owned:
+            carried.append(
+                (lq, f"namespace {lq.namespace} belongs to another tenant (a namespace has one tenant)")
+            )
+            continue
+        if lq.name != common or lq.namespace in namespaces:
+            carried.append((lq, f"the tenant's LocalQueues are all named {common!r}"))
+            continue
+        namespaces.append(lq.namespace)
+    selector = (cq.body.get("spec") or {}).get("namespaceSelector")
+    if selector != {
+        "matchExpressions": [{"key": SELECTOR_KEY, "operator": "In", "values": sorted(namespaces)}]
+    }:
+        gaps.append(
+            Gap(
+                cq.kind,
+                "",
+                cq.name,
+                "spec.namespaceSelector",
+                "the model selects exactly the tenant's namespaces by name",
+            )
+        )
+    return namespaces, common
+
+
+def _preemption(spec: Mapping[str, Any], gap: Any) -> dict[str, Any]:
+    live = spec.get("preemption") or {}
+    shape = {
+        "reclaimWithinCohort": live.get("reclaimWithinCohort", "Never"),
+        "withinClusterQueue": live.get("withinClusterQueue", "Never"),
+        "borrowWithinCohort": (live.get("borrowWithinCohort") or {}).get("policy", "Never"),
+    }
+    extra = set(live.get("borrowWithinCohort") or {}) - {"policy"}
+    for preset, values in PREEMPTION.items():
+        if values == shape and not extra:
+            return {} if preset == "none" else {"preemption": preset}
+    gap("spec.preemption", "not one of the model's presets (none, within-queue, reclaim, borrow)")
+    return {}
+
+
+def _fair_sharing(spec: Mapping[str, Any], gap: Any) -> dict[str, Any]:
+    fs = spec.get("fairSharing")
+    if not isinstance(fs, dict) or "weight" not in fs:
+        return {}
+    if set(fs) != {"weight"}:
+        gap("spec.fairSharing", "the model holds only fairSharing.weight")
+    return {"fairSharingWeight": _amount_value(fs["weight"])}
+
+
+def _stop(spec: Mapping[str, Any], gap: Any) -> dict[str, Any]:
+    stop = spec.get("stopPolicy", "None")
+    if stop == "HoldAndDrain":
+        return {"state": "draining"}
+    if stop != "None":
+        gap("spec.stopPolicy", f"stopPolicy {stop} (the model has active and draining)")
+    return {}
+
+
+def _unexpressed_queue_fields(spec: Mapping[str, Any], gap: Any) -> None:
+    """Fields of a ClusterQueue spec the model has no key for (the round trip carries them as patches)."""
+    for field in (
+        "admissionChecks",
+        "admissionChecksStrategy",
+        "admissionScope",
+        "concurrentAdmissionPolicy",
+    ):
+        if field in spec:
+            gap(f"spec.{field}", "the model has no key for it")
+    groups = spec.get("resourceGroups") or []
+    if len(groups) > 1:
+        gap("spec.resourceGroups", "the model renders one resource group covering every resource")
+    elif groups and isinstance(groups[0], dict):
+        covered = list(groups[0].get("coveredResources") or [])
+        if covered != sorted(covered, key=_resource_order):
+            gap(
+                "spec.resourceGroups[0]",
+                "the model orders covered resources cpu, memory, ephemeral-storage, pods, then by name",
+            )
+
+
+def _resource_order(name: str) -> tuple[int, str]:
+    core = ("cpu", "memory", "ephemeral-storage", "pods")
+    return (core.index(name) if name in core else len(core), name)
+
+
+def _budget(groups: Sequence[Any], by_resource: Mapping[str, str], gap: Any) -> list[dict[str, Any]]:
+    """Flavor budgets, flavors in the live order; devices by DeviceClass where the catalog maps the
+    resource, the others as resources. A resource zero in every flavor is written once, so the queue
+    still covers it."""
+    out: list[dict[str, Any]] = []
+    covered: list[str] = []
+    written: set[str] = set()
+    for group in groups:
+        if not isinstance(group, dict):
+            continue
+        covered += [r for r in group.get("coveredResources") or [] if r not in covered]
+        for flavor in group.get("flavors") or []:
+            entry: dict[str, Any] = {"flavor": flavor.get("name")}
+            for res in flavor.get("resources") or []:
+                name = res.get("name")
+                amount = _amount(res)
+                if amount == 0:
+                    continue
+                written.add(name)
+                section = "devices" if name in by_resource else "resources"
+                key = by_resource.get(name, name)
+                entry.setdefault(section, {})[key] = amount
+            out.append(entry)
+    for name in covered:
+        if name not in written and out:
+            section = "devices" if name in by_resource else "resources"
+            out[0].setdefault(section, {})[by_resource.get(name, name)] = 0
+    for entry in out:  # a flavor with nothing but zeros: one of them written, so the flavor is listed
+        if len(entry) == 1 and covered:
+            name = covered[0]
+            section = "devices" if name in by_resource else "resources"
+            entry[section] = {by_resource.get(name, name): 0}
+    return out
+
+
+def _amount(res: Mapping[str, Any]) -> Any:
+    nominal = _amount_value(res.get("nominalQuota", "0"))
+    borrowing, lending = res.get("borrowingLimit"), res.get("lendingLimit")
+    if borrowing is None and lending is None:
+        return nominal
+    out: dict[str, Any] = {"nominal": nominal}
+    if borrowing is not None:
+        out["borrowingLimit"] = _amount_value(borrowing)
+    if lending is not None:
+        out["lendingLimit"] = _amount_value(lending)
+    return out
+
+
+def _amount_value(value: Any) -> Any:
+    """A quantity as a tenant file writes it: a whole number plain, the rest in canonical form."""
+    try:
+        text = quantity.canonical(value)
+    except (quantity.QuantityError, TypeError):
+        return str(value)
+    return int(text) if text.isdigit() and len(text) < 19 else text
+
+
+def _claim_templates(rcts: list[LiveObject], namespaces: list[str], gaps: list[Gap]) -> list[dict[str, Any]]:
+    """ResourceClaimTemplates of the shape the model renders (one request of ExactCount devices of one
+    class, CEL selectors, capacity requests), grouped by name over the tenant's namespaces."""
+    by_name: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for rct in rcts:
+        shape = _claim_shape(rct.body)
+        if shape is None:
+            continue
+        found = by_name.get(rct.name)
+        if found is None:
+            by_name[rct.name] = (shape, [rct.namespace])
+        elif found[0] == shape:
+            found[1].append(rct.namespace)
+    out = []
+    for name, (shape, where) in by_name.items():
+        entry = {"name": name, **shape}
+        if sorted(where) != sorted(namespaces):
+            entry["namespaces"] = sorted(where)
+        out.append(entry)
+    return out
+
+
+def _claim_shape(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    spec = (body.get("spec") or {}).get("spec") or {}
+    requests = (spec.get("devices") or {}).get("requests") or []
+    if set(spec) != {"devices"} or set(spec["devices"]) != {"requests"} or len(requests) != 1:
+        return None
+    request = requests[0]
+    exactly = request.get("exactly") or {}
+    if set(request) != {"name", "exactly"} or request.get("name") != "gpu":
+        return None
+    if exactly.get("allocationMode", "ExactCount") != "ExactCount":
+        return None
+    if set(exactly) - {"deviceClassName", "allocationMode", "count", "selectors", "capacity"}:
+        return None
+    out: dict[str, Any] = {"deviceClass": exactly.get("deviceClassName")}
+    count = exactly.get("count", 1)
+    if count != 1:
+        out["count"] = count
+    selectors = exactly.get("selectors") or []
+    if any(set(s) != {"cel"} or set(s["cel"]) != {"expression"} for s in selectors):
+        return None
+    if selectors:
+        out["selectors"] = [s["cel"]["expression"] for s in selectors]
+    capacity = (exactly.get("capacity") or {}).get("requests")
+    if exactly.get("capacity") is not None:
+        if set(exactly["capacity"]) != {"requests"} or not isinstance(capacity, dict):
+            return None
+        out["capacity"] = {k: _amount_value(v) for k, v in capacity.items()}
+    return out
+
+
+# ------------------------------------------------------------------------------ the platform
+
+
+def _device_classes(
+    dump: Dump, config: Mapping[str, Any] | None, classes: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Catalog candidates from the Configuration's deviceClassMappings (class -> quota resource) of the
+    shape the catalog renders (a name and its classes), with the CEL selectors of the DeviceClass
+    objects the dump holds (the pipeline renders those). Mappings of another shape (counters, sources)
+    stay in the Configuration."""
+    mappings = ((config or {}).get("resources") or {}).get("deviceClassMappings") or []
+    out: list[dict[str, Any]] = []
+    for m in mappings:
+        if not isinstance(m, dict) or set(m) != {"name", "deviceClassNames"}:
+            # charged another way (counters, sources): the mapping stays in the Configuration; the
+            # catalog names its classes (as the driver's), so claims for them are known
+            out += [
+                {"name": c, "resource": m.get("name"), "named": True}
+                for c in (m.get("deviceClassNames") or [])
+                if isinstance(m, dict) and c not in classes
+            ]
+            continue
+        for cls in m.get("deviceClassNames") or []:
+            if cls in classes:
+                continue
+            classes[cls] = m["name"]
+            entry: dict[str, Any] = {"name": cls, "resource": m["name"]}
+            live = dump.get("DeviceClass", cls)
+            selectors = _class_selectors(live) if live is not None else None
+            if selectors:
+                entry["selectors"] = selectors
+            out.append(entry)
+    return out
+
+
+def _classes_kept(
+    dump: Dump,
+    entries: list[dict[str, Any]],
+    tenants: list[TenantPlan],
+    gaps: list[Gap],
+    carried: list[tuple[LiveObject, str]],
+    skipped: list[tuple[LiveObject, str]],
+) -> list[dict[str, Any]]:
+    """The catalog entries a tenant uses (the pipeline maps only those); what becomes of each
+    DeviceClass object: rendered from the catalog (fields besides the selectors are gaps), the
+    driver's (no selectors in the catalog), or kept verbatim."""
+    used = {k for t in tenants for fb in t.budget for k in fb.get("devices") or {}}
+    used |= {c["deviceClass"] for t in tenants for c in t.claims}
+    kept = [e for e in entries if e["name"] in used and not e.get("named")]
+    kept += [{"name": e["name"], "resource": e["resource"]} for e in entries if e.get("named")]
+    rendered = {e["name"] for e in kept if "selectors" in e}
+    named = {e["name"] for e in kept}
+    for dc in dump.of_kind("DeviceClass"):
+        if dc.name in rendered:
+            for key in sorted(set(dc.body.get("spec") or {}) - {"selectors"}):
+                gaps.append(
+                    Gap(
+                        dc.kind,
+                        "",
+                        dc.name,
+                        f"spec.{key}",
+                        "the catalog renders a DeviceClass's CEL selectors only",
+                    )
+                )
+        elif dc.name in named:
+            skipped.append(
+                (dc, "the driver's DeviceClass (the catalog names it; the pipeline does not render it)")
+            )
+        else:
+            carried.append(
+                (dc, "Kueue maps no quota resource to it in the catalog's form (no selectors, or counters)")
+            )
+    return kept
+
+
+def _class_selectors(dc: LiveObject) -> list[str] | None:
+    spec = dc.body.get("spec") or {}
+    selectors = spec.get("selectors") or []
+    if not selectors:
+        return None
+    if any(set(s) != {"cel"} or set(s["cel"]) != {"expression"} for s in selectors):
+        return None
+    return [s["cel"]["expression"] for s in selectors]
+
+
+def _flavor(rf: LiveObject, gaps: list[Gap]) -> dict[str, Any]:
+    spec = rf.body.get("spec") or {}
+    out: dict[str, Any] = {"name": rf.name}
+    for key in ("nodeLabels", "nodeTaints", "tolerations"):
+        if spec.get(key):
+            out[key] = spec[key]
+    for key in sorted(set(spec) - {"nodeLabels", "nodeTaints", "tolerations"}):
+        gaps.append(
+            Gap(
+                rf.kind,
+                "",
+                rf.name,
+                f"spec.{key}",
+                "the model's flavors hold nodeLabels, nodeTaints, tolerations",
+            )
+        )
+    return out
+
+
+def _missing_flavors(dump: Dump) -> list[str]:
+    """Flavors the queues and cohorts name that have no ResourceFlavor object: the model lists them
+    (a budget names a flavor of the platform); the round trip removes the object the pipeline would
+    render, since the cluster has none."""
+    have = {o.name for o in dump.of_kind("ResourceFlavor")}
+    out: list[str] = []
+    for o in dump.of_kind("ClusterQueue", "Cohort"):
+        for group in (o.body.get("spec") or {}).get("resourceGroups") or []:
+            for flavor in group.get("flavors") or [] if isinstance(group, dict) else []:
+                name = flavor.get("name") if isinstance(flavor, dict) else None
+                if isinstance(name, str) and name not in have and name not in out:
+                    out.append(name)
+    return out
+
+
+def _cohorts(
+    dump: Dump, used: set[str], gaps: list[Gap], carried: list[tuple[LiveObject, str]]
+) -> list[dict[str, Any]]:
+    """Platform cohorts: those the queues name (with their parents), from their Cohort objects when the
+    dump holds them; a Cohort no queue reaches is carried (the pipeline renders cohorts in use)."""
+    live = {o.name: o for o in dump.of_kind("Cohort")}
+    reached: set[str] = set()
+    todo = sorted(used)
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        parent = (live[name].body.get("spec") or {}).get("parentName") if name in live else None
+        if isinstance(parent, str) and parent:
+            todo.append(parent)
+    out = []
+    for name in sorted(reached):
+        entry: dict[str, Any] = {"name": name}
+        obj = live.get(name)
+        if obj is not None:
+            spec = obj.body.get("spec") or {}
+            if spec.get("parentName"):
+                entry["parent"] = spec["parentName"]
+            weight = (spec.get("fairSharing") or {}).get("weight")
+            if weight is not None:
+                entry["fairSharingWeight"] = _amount_value(weight)
+            for key in sorted(set(spec) - {"parentName", "fairSharing"}):
+                gaps.append(
+                    Gap(
+                        "Cohort",
+                        "",
+                        name,
+                        f"spec.{key}",
+                        "the model's cohorts hold parent and fairSharingWeight",
+                    )
+                )
+        out.append(entry)
+    for name, obj in sorted(live.items()):
+        if name not in reached:
+            carried.append((obj, "no imported ClusterQueue is in it (the pipeline renders cohorts in use)"))
+    return out
+
+
+def _capacity(dump: Dump, flavors: list[str], notes: list[str]) -> tuple[list[dict[str, Any]], bool]:
+    """One capacity entry per flavor. The objects Kueue holds do not say what the nodes have: capacity
+    is declared unknown (empty entries, overcommit on) and said so; ResourceSlices, where the dump holds
+    them, are counted in the note (which flavor a node belongs to needs the Nodes' labels)."""
+    slices = dump.of_kind("ResourceSlice")
+    if slices:
+        devices: dict[str, int] = {}
+        for s in slices:
+            spec = s.body.get("spec") or {}
+            devices[str(spec.get("driver"))] = devices.get(str(spec.get("driver")), 0) + len(
+                spec.get("devices") or []
+            )
+        counted = ", ".join(f"{n} devices of driver {d}" for d, n in sorted(devices.items()))
+        notes.append(
+            f"capacity: the dump's ResourceSlices publish {counted}; which flavor each node belongs to "
+            "needs the Nodes' labels: fill in capacity[] of the overlay"
+        )
+    else:
+        notes.append(
+            "capacity: the dump holds no ResourceSlices and Kueue's objects do not say what the nodes "
+            "have: capacity is declared unknown (overcommit: true); fill in capacity[] of the overlay"
+        )
+    return [{"flavor": f} for f in flavors], False
