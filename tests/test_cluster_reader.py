@@ -1,0 +1,254 @@
+"""The cluster reader (gputenancy/cluster/): dumps as `kubectl get -o yaml` prints them, the real
+`kubectl` run read-only, and the normalisation that makes live and rendered objects comparable. Real
+server output from ../shared/clusters/ (brownfield setups and the live example clusters)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import shared_dir
+
+from gputenancy.cluster import kubectl
+from gputenancy.cluster.compare import MISSING, compare
+from gputenancy.cluster.dump import read_dump, read_text
+from gputenancy.cluster.normalise import normalise, strip_server
+from gputenancy.common.findings import PipelineError
+
+
+def _dumps() -> list[Path]:
+    return sorted((shared_dir() / "clusters" / "brownfield" / "dumps").glob("*.yaml"))
+
+
+def _brownfield_names() -> list[str]:
+    path = Path(os.environ.get("GPUTENANCY_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+    found = sorted(p.name for p in (path / "clusters" / "brownfield" / "dumps").glob("*.yaml"))
+    return found or ["(no brownfield dumps)"]
+
+
+@pytest.mark.parametrize("name", _brownfield_names())
+def test_every_brownfield_dump_reads_every_object(name: str) -> None:
+    path = shared_dir() / "clusters" / "brownfield" / "dumps" / name
+    dump = read_dump(path, shown=name)
+    text = path.read_text()
+    kinds = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("  kind: ")]
+    items = [o for o in dump.objects if o.kind != "ConfigMap"]
+    assert [o.kind for o in items] == kinds  # every List item, in order
+    for o in dump.objects:
+        assert text.splitlines()[o.line - 1].lstrip("- ").startswith(("apiVersion:", "data:"))
+    assert (dump.kueue_config() is not None) == ("kueue-manager-config" in text)
+
+
+def test_the_live_dump_of_prod_is_read_with_its_command_and_configuration() -> None:
+    dump = read_dump(shared_dir() / "clusters" / "live" / "prod" / "dump.yaml")
+    assert dump.command.startswith("kubectl get namespaces,")
+    assert len(dump.of_kind("Workload")) == 7
+    assert dump.get("ClusterQueue", "speech") is not None
+    assert dump.get("LocalQueue", "nlp", "nlp-serve") is None  # deleted by hand before the dump
+    config = dump.kueue_config()
+    assert config is not None and config["kind"] == "Configuration"
+    assert config["waitForPodsReady"]["timeout"] == "10m"  # the hand edit
+
+
+def _rendered(cluster: str) -> dict[tuple[str, str, str], dict[str, object]]:
+    root = shared_dir() / "clusters" / "live" / "inputs-6b92afc" / "generated" / cluster
+    out = {}
+    for f in sorted(root.rglob("*.yaml")):
+        if "_hub" in f.parts:
+            continue
+        body = yaml.safe_load(f.read_text())
+        meta = body["metadata"]
+        out[(body["kind"], meta.get("namespace", ""), meta["name"])] = body
+    return out
+
+
+@pytest.mark.parametrize(("cluster", "version"), [("lab", "v0.18.1"), ("prod", "v0.19.2")])
+def test_live_objects_compare_equal_to_what_was_rendered_but_for_the_drift(
+    cluster: str, version: str
+) -> None:
+    dump = read_dump(shared_dir() / "clusters" / "live" / cluster / "dump.yaml")
+    crd_dir = shared_dir() / "kueue" / version / "crds"
+    differences = {}
+    missing = []
+    for key, body in _rendered(cluster).items():
+        live = dump.get(key[0], key[2], key[1])
+        if live is None:
+            missing.append(key)
+            continue
+        if diffs := compare(live.body, body, crd_dir=crd_dir):
+            differences[key] = [d.describe() for d in diffs]
+    if cluster == "lab":
+        assert (differences, missing) == ({}, [])
+    else:  # the README of ../shared/clusters/live: speech's quota edited, nlp-serve/nlp deleted
+        assert differences == {
+            ("ClusterQueue", "", "speech"): [
+                "spec.resourceGroups[0].flavors[h100].resources[nvidia.com/gpu].nominalQuota: 3 -> 2"
+            ]
+        }
+        assert missing == [("LocalQueue", "nlp-serve", "nlp")]
+
+
+def test_normalise_converts_v1beta1_and_fills_the_crd_defaults() -> None:
+    crd_dir = shared_dir() / "kueue" / "v0.19.2" / "crds"
+    written = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "team-a"},
+        "spec": {
+            "cohort": "all",
+            "admissionChecks": ["prov"],
+            "flavorFungibility": {"whenCanBorrow": "Borrow"},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [
+                        {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}
+                    ],
+                }
+            ],
+        },
+    }
+    out = normalise(written, crd_dir=crd_dir)
+    assert out["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    spec = out["spec"]
+    assert spec["cohortName"] == "all" and "cohort" not in spec
+    assert spec["admissionChecksStrategy"] == {"admissionChecks": [{"name": "prov"}]}
+    assert spec["flavorFungibility"]["whenCanBorrow"] == "MayStopSearch"
+    assert spec["queueingStrategy"] == "BestEffortFIFO"  # a CRD default
+    assert spec["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "8"
+    assert "cohort" in written["spec"]  # the input is not changed
+
+
+def test_strip_server_removes_what_the_server_owns_and_keeps_the_authors_fields() -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "x",
+            "namespace": "ns",
+            "uid": "1",
+            "resourceVersion": "2",
+            "creationTimestamp": "t",
+            "managedFields": [{}],
+            "finalizers": ["kueue.x-k8s.io/resource-in-use", "example.com/keep"],
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "a"},
+            "labels": {},
+        },
+        "data": {"k": "v"},
+        "status": {"x": 1},
+    }
+    assert strip_server(body) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "x",
+            "namespace": "ns",
+            "finalizers": ["example.com/keep"],
+            "annotations": {"team": "a"},
+        },
+        "data": {"k": "v"},
+    }
+
+
+def test_compare_names_list_items_and_sides_where_a_field_is_absent() -> None:
+    live = {
+        "apiVersion": "v1",
+        "kind": "X",
+        "metadata": {"name": "a"},
+        "spec": {"items": [{"name": "p", "v": 1}]},
+    }
+    rendered = {
+        "apiVersion": "v1",
+        "kind": "X",
+        "metadata": {"name": "a"},
+        "spec": {"items": [{"name": "p", "v": 2}], "w": True},
+    }
+    diffs = compare(live, rendered)
+    assert [(d.path, d.live, d.rendered) for d in diffs] == [
+        ("spec.items[p].v", 1, 2),
+        ("spec.w", MISSING, True),
+    ]
+    assert diffs[1].describe() == "spec.w: (absent) -> true"
+    assert compare(live, live) == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            b"apiVersion: v1\nkind: List\nitems: [\n",
+            "dump.yaml:4:1: error: expected the node content",
+        ),  # truncated
+        (
+            b"just text\n",
+            "dump.yaml:1:1: error: a document or List item that is not a Kubernetes object (dump-read)",
+        ),
+        (
+            b"apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: ../../etc}\n",
+            "dump.yaml:4:1: error: ConfigMap '../../etc': not a name the API server accepts",
+        ),
+        (b"a: &x [1]\nb: *x\n", "(source-alias)"),
+        (b"apiVersion: v1\nkind: List\nitems: []\n", "holds no Kubernetes objects"),
+        (b"- 1\n", "not a Kubernetes object"),
+    ],
+)
+def test_a_dump_that_is_not_one_is_a_finding_at_the_file_and_line(text: bytes, expected: str) -> None:
+    with pytest.raises(PipelineError) as err:
+        read_text(text, "dump.yaml")
+    assert any(expected in f.format() for f in err.value.findings), [f.format() for f in err.value.findings]
+
+
+def test_every_finding_of_a_multi_document_dump_in_one_run_at_its_own_line() -> None:
+    text = (
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: n}\n"
+        b"---\nkind: ConfigMap\nmetadata: {name: b}\n"
+        b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: n}\n"
+    )
+    with pytest.raises(PipelineError) as err:
+        read_text(text, "d.yaml")
+    shown = sorted(f.format() for f in err.value.findings)
+    assert shown == [
+        "d.yaml:5:1: error: not a Kubernetes object: apiVersion and kind are required (dump-read)",
+        "d.yaml:8:1: error: ConfigMap n/a appears twice (first at line 1): a dump of one cluster holds each "
+        "object once (dump-read)",
+    ]
+
+
+def test_the_kubectl_commands_only_get_and_name_every_kind() -> None:
+    for argv in kubectl.commands("prod-admin"):
+        assert argv[0] == "kubectl" and kubectl._verb(argv) == "get"
+        assert argv[argv.index("--context") + 1] == "prod-admin" and "-o" in argv
+    line = kubectl.command_line()
+    assert "clusterqueues.kueue.x-k8s.io" in line and "resourceslices.resource.k8s.io" in line
+    assert "configmap/kueue-manager-config" in line
+    with pytest.raises(PipelineError) as err:
+        kubectl.commands("--kubeconfig=/etc/x")
+    assert "not a kubeconfig context name" in err.value.findings[0].message
+
+
+def test_read_live_runs_the_real_kubectl_and_reports_an_unreachable_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if subprocess.run(["which", "kubectl"], capture_output=True).returncode != 0:
+        pytest.skip("kubectl not installed")
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "nowhere", "cluster": {"server": "https://127.0.0.1:9"}}],
+                "contexts": [{"name": "nowhere", "context": {"cluster": "nowhere", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "current-context": "nowhere",
+            }
+        )
+    )
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    with pytest.raises(PipelineError) as err:
+        kubectl.read_live("nowhere")
+    (finding,) = err.value.findings
+    assert finding.rule == "kubectl-read" and "kubectl --context nowhere get namespaces," in finding.message
