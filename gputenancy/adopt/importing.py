@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy.adopt import compare, mapping, proof, writing
-from gputenancy.adopt.dumpfile import Dump, LiveObject
+from gputenancy.cluster.dump import Dump, LiveObject
 from gputenancy.common.findings import Finding, Origin, PipelineError
 
 RULE = mapping.RULE
@@ -105,24 +105,26 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
     files[f"overlays/{cluster}/cluster.yaml"] = writing.cluster_file(
         adoption, overlay_config, gates, source
     ).encode()
-    carried = _carried_files(adoption)
     with tempfile.TemporaryDirectory(prefix="gputenancy-import-") as tmp:
         stage = Path(tmp)
         for name in _STAGED:
             if (root / name).is_dir():
                 shutil.copytree(root / name, stage / name, symlinks=False)
-        files[f"overlays/{cluster}/kustomization.yaml"] = writing.overlay_kustomization(
-            cluster, sorted(carried), []
-        ).encode()
-        files.update({f"overlays/{cluster}/{f}": t.encode() for f, t in carried.items()})
-        _put(stage, files)
-        first = proof.render(stage, cluster, options.schemas)
+        first, adoption, refused, carried = _render_carrying(stage, files, adoption, options)
         if first.failed:
             return Outcome((), files, tuple(told), adoption.notes, first.findings)
         platform_patches, tenant_patches, fields = _patches(dump, first, adoption)
         gaps = list(adoption.gaps) + [g for _, why, _ in (*platform_patches, *tenant_patches) for g in why]
         first, patched, removed = _with_patches(
-            stage, files, cluster, sorted(carried), (platform_patches, tenant_patches), first, options, told
+            stage,
+            files,
+            cluster,
+            adoption.cluster_label,
+            sorted(carried),
+            (platform_patches, tenant_patches),
+            first,
+            options,
+            told,
         )
     carried_keys = {
         o.key: (why, f"overlays/{cluster}/{_carried_name(o.kind)}") for o, why in adoption.carried
@@ -136,6 +138,7 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
         fields=fields,
         skipped=adoption.skipped,
         removed=removed,
+        refused=refused,
     )
     config_result = proof.judge_config(adoption.config, first, f"overlays/{cluster}/cluster.yaml")
     if config_result is not None:
@@ -143,10 +146,50 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
     return Outcome(tuple(results), files, tuple(told), adoption.notes, first.findings)
 
 
+def _render_carrying(
+    stage: Path, files: dict[str, bytes], adoption: mapping.Adoption, options: Options
+) -> tuple[proof.Rendered, mapping.Adoption, dict[tuple[str, str, str], str], dict[str, str]]:
+    """The first render, with the objects kept verbatim; an object kept verbatim that the post-build
+    checks refuse (the live cluster holds something the pipeline would never render, e.g. a claim
+    template in a namespace no LocalQueue serves) is left out, with the checks' words."""
+    cluster = adoption.cluster
+    refused: dict[tuple[str, str, str], str] = {}
+    for _ in range(4):
+        carried = _carried_files(adoption)
+        for rel in [r for r in files if r.startswith(f"overlays/{cluster}/kept-")]:
+            files.pop(rel)
+            (stage / rel).unlink(missing_ok=True)
+        files.update({f"overlays/{cluster}/{f}": t.encode() for f, t in carried.items()})
+        _layer_files(stage, files, cluster, adoption.cluster_label, sorted(carried), [], [])
+        rendered = proof.render(stage, cluster, options.schemas)
+        if not rendered.failed:
+            break
+        errors = [f.message for f in rendered.findings if f.severity.value == "error"]
+        blamed = {
+            o.key: "; ".join(m for m in errors if _names(o, m))
+            for o, _ in adoption.carried
+            if any(_names(o, m) for m in errors)
+        }
+        if not blamed:
+            break
+        refused.update(blamed)
+        adoption = dataclasses.replace(
+            adoption, carried=tuple(c for c in adoption.carried if c[0].key not in blamed)
+        )
+    return rendered, adoption, refused, carried
+
+
+def _names(o: LiveObject, message: str) -> bool:
+    """Whether a finding's message is about `o`."""
+    subject = f"{o.kind} {o.namespace}/{o.name}" if o.namespace else f"{o.kind} '{o.name}'"
+    return message.startswith((subject + " ", subject + ":"))
+
+
 def _with_patches(
     stage: Path,
     files: dict[str, bytes],
     cluster: str,
+    label: bool,
     carried: list[str],
     patches: tuple[list[Patch], list[Patch]],
     unpatched: proof.Rendered,
@@ -156,8 +199,10 @@ def _with_patches(
     """Render again with the patches in the overlay (`files` updated). Patches the post-build checks
     refuse are left out: first the removals of objects the cluster lacks, then all; what they would
     have carried is then reported as different."""
-    overlay = f"overlays/{cluster}/kustomization.yaml"
-    component = f"overlays/{cluster}/tenants/kustomization.yaml"
+    overlay, component = (
+        f"overlays/{cluster}/kustomization.yaml",
+        f"overlays/{cluster}/tenants/kustomization.yaml",
+    )
     platform, tenant = patches
     attempts = [
         (platform, tenant),
@@ -166,12 +211,7 @@ def _with_patches(
     for plat, ten in attempts:
         if not plat and not ten:
             break
-        files[overlay] = writing.overlay_kustomization(cluster, carried, plat).encode()
-        files.pop(component, None)
-        (stage / component).unlink(missing_ok=True)
-        if ten:
-            files[component] = writing.tenant_component(cluster, ten).encode()
-        _put(stage, files)
+        _layer_files(stage, files, cluster, label, carried, plat, ten)
         rendered = proof.render(stage, cluster, options.schemas)
         if not rendered.failed:
             patched = {o.key: overlay for o, _, _ in plat}
@@ -179,9 +219,31 @@ def _with_patches(
             return rendered, patched, {o.key for o, _, ops in (*plat, *ten) if ops is None}
         errors = "; ".join(f.format() for f in rendered.findings if f.severity.value == "error")
         told.append(f"patches left out, the checks refuse them: {errors[:2000]}")
-    files[overlay] = writing.overlay_kustomization(cluster, carried, []).encode()
-    files.pop(component, None)
+    _layer_files(stage, files, cluster, label, carried, [], [])
     return unpatched, {}, set()
+
+
+def _layer_files(
+    stage: Path,
+    files: dict[str, bytes],
+    cluster: str,
+    label: bool,
+    carried: list[str],
+    platform: list[Patch],
+    tenant: list[Patch],
+) -> None:
+    """The overlay's kustomization and (when it has something to do) its tenant Component, in `files`
+    and in the staging copy."""
+    overlay, component = (
+        f"overlays/{cluster}/kustomization.yaml",
+        f"overlays/{cluster}/tenants/kustomization.yaml",
+    )
+    files[overlay] = writing.overlay_kustomization(cluster, label, carried, platform).encode()
+    files.pop(component, None)
+    (stage / component).unlink(missing_ok=True)
+    if label or tenant:
+        files[component] = writing.tenant_component(cluster, label, tenant).encode()
+    _put(stage, files)
 
 
 def _put(stage: Path, files: Mapping[str, bytes]) -> None:
@@ -350,7 +412,8 @@ def _patches(
         found = rendered.objects.get(o.key)
         if found is None:
             continue
-        diffs = compare.compare(o.body, compare.without_bookkeeping(found, compare.normalise(o.body)))
+        pointed = compare.pointed(o.body, found, rendered.crd_dir)
+        diffs = tuple(p.diff for p in pointed)
         if not diffs:
             continue
         why = list(gaps.get(o.key, []))
@@ -358,7 +421,7 @@ def _patches(
             if not any(d.path == g.field or d.path.startswith((g.field + ".", g.field + "[")) for g in why):
                 why.append(mapping.Gap(o.kind, o.namespace, o.name, d.path, "no input key renders it"))
         fields[o.key] = diffs
-        ops = proof.patch_ops(_per_key(diffs))
+        ops = proof.patch_ops(_per_key(pointed))
         (tenant if o.kind in proof.TENANT_KINDS else platform).append((o, why, ops))
     live = {o.key for o in dump.objects}
     for key, body in sorted(rendered.objects.items()):
@@ -370,18 +433,19 @@ def _patches(
     return platform, tenant, fields
 
 
-def _per_key(diffs: Sequence[compare.FieldDiff]) -> list[compare.FieldDiff]:
+def _per_key(diffs: Sequence[compare.Pointed]) -> list[compare.Pointed]:
     """Labels and annotations the rendered object lacks, one key at a time (the pipeline's own stay)."""
     out = []
-    for d in diffs:
-        if d.pointer in (("metadata", "labels"), ("metadata", "annotations")) and isinstance(d.live, dict):
-            if d.rendered is compare.MISSING:
-                out += [
-                    compare.FieldDiff(f"{d.path}.{k}", v, compare.MISSING, (*d.pointer, k))
-                    for k, v in d.live.items()
-                ]
-                continue
-        out.append(d)
+    for p in diffs:
+        d = p.diff
+        whole = p.pointer in (("metadata", "labels"), ("metadata", "annotations"))
+        if whole and isinstance(d.live, dict) and d.rendered is compare.MISSING:
+            out += [
+                compare.Pointed(compare.FieldDiff(f"{d.path}.{k}", v, compare.MISSING), (*p.pointer, k))
+                for k, v in d.live.items()
+            ]
+            continue
+        out.append(p)
     return out
 
 
@@ -425,6 +489,6 @@ def report(outcome: Outcome, emit: Callable[[str], object]) -> None:
         if r.why:
             emit(f"      why: {r.why}\n")
         for d in r.diffs:
-            emit(f"      {d.shown()}\n")
+            emit(f"      {d.describe()}\n")
     counts = {v: sum(1 for r in outcome.results if r.verdict is v) for v in proof.Verdict}
     emit("summary: " + ", ".join(f"{n} {v.value}" for v, n in counts.items() if n) + "\n")

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gputenancy.adopt.dumpfile import Dump, LiveObject
+from gputenancy.cluster.dump import Dump, LiveObject
 from gputenancy.common.findings import Finding
 from gputenancy.inputs import quantity
 from gputenancy.render.manifests import PREEMPTION
@@ -89,6 +89,7 @@ class Adoption:
     gaps: tuple[Gap, ...]
     notes: tuple[str, ...]
     capacity_known: bool
+    cluster_label: bool = False  # the live objects carry gputenancy.io/cluster: <cluster> (rendered before)
 
 
 def check_dump(dump: Dump, cluster: str) -> list[Finding]:
@@ -110,7 +111,7 @@ def check_dump(dump: Dump, cluster: str) -> list[Finding]:
             findings.append(
                 o.origin.finding(
                     RULE,
-                    f"{o.shown()} is {o.api_version}: the pipeline reads {', '.join(KUEUE_VERSIONS)} of "
+                    f"{shown(o)} is {o.api_version}: the pipeline reads {', '.join(KUEUE_VERSIONS)} of "
                     f"{KUEUE} (the versions Kueue v0.18 and v0.19 serve)",
                 )
             )
@@ -121,7 +122,7 @@ def check_dump(dump: Dump, cluster: str) -> list[Finding]:
         if isinstance(value, str):
             labelled.setdefault(value, o)
     if len(labelled) > 1:
-        shown = ", ".join(f"{c} ({o.shown()}, line {o.line})" for c, o in sorted(labelled.items()))
+        shown = ", ".join(f"{c} ({shown(o)}, line {o.line})" for c, o in sorted(labelled.items()))
         first = min(labelled.values(), key=lambda o: o.line)
         findings.append(
             first.origin.finding(
@@ -139,6 +140,11 @@ def check_dump(dump: Dump, cluster: str) -> list[Finding]:
             )
         )
     return findings
+
+
+def shown(o: LiveObject) -> str:
+    """`ClusterQueue team-a`, `LocalQueue ns/name`."""
+    return f"{o.kind} {o.namespace}/{o.name}" if o.namespace else f"{o.kind} {o.name}"
 
 
 def _at(obj: LiveObject | None, path: str) -> Any:
@@ -163,11 +169,16 @@ def adopt(
     carried: list[tuple[LiveObject, str]] = []
     skipped: list[tuple[LiveObject, str]] = []
     for o in dump.objects:
-        if o.kind in NOT_OWNED or (o.kind in ("ConfigMap", "Deployment") and o.group == ""):
-            if o.kind not in ("ConfigMap", "Deployment"):
-                skipped.append((o, "not rendered by the pipeline (the cluster or its workloads own it)"))
+        if o.kind == "ConfigMap" and o.key == ("ConfigMap", "kueue-system", "kueue-manager-config"):
+            continue  # compared as the Configuration
+        if o.kind == "Deployment" and o.namespace == "kueue-system":
+            skipped.append(
+                (o, "the Kueue manager: installed by the kueue-<cluster> Application, its version read")
+            )
+        elif o.kind in NOT_OWNED:
+            skipped.append((o, "not rendered by the pipeline (the cluster or its workloads own it)"))
         elif o.kind in CARRIED_KINDS:
-            carried.append((o, f"the input model has no file for {o.kind}s"))
+            carried.append((o, f"the input model has no file for {o.kind} objects"))
         elif o.kind not in IMPORTED:
             skipped.append((o, f"{o.kind} is not a kind the pipeline renders"))
     config = dump.kueue_config()
@@ -232,7 +243,18 @@ def adopt(
         tuple(gaps),
         tuple(notes),
         known,
+        _cluster_label(dump, cluster),
     )
+
+
+def _cluster_label(dump: Dump, cluster: str) -> bool:
+    """Whether the cluster's objects carry `gputenancy.io/cluster: <cluster>` (an overlay's `labels`
+    put it there): the imported overlay and tenant Component then set it too."""
+    for o in dump.objects:
+        labels = (o.body.get("metadata") or {}).get("labels") if o.kind in IMPORTED else None
+        if isinstance(labels, dict) and labels.get("gputenancy.io/cluster") == cluster:
+            return True
+    return False
 
 
 _RESERVED_BUILTIN = ("default", "kueue-system")

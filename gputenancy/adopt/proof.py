@@ -12,7 +12,7 @@ from typing import Any
 
 from gputenancy import engine
 from gputenancy.adopt import compare
-from gputenancy.adopt.dumpfile import Dump, LiveObject
+from gputenancy.cluster.dump import Dump, LiveObject
 from gputenancy.adopt.mapping import IMPORTED, Gap
 from gputenancy.common.findings import Finding
 
@@ -50,6 +50,7 @@ class Rendered:
     config: Mapping[str, Any] | None
     findings: tuple[Finding, ...]
     failed: bool
+    crd_dir: Path | None = None  # the Kueue CRDs of the cluster's version (their defaults), when known
 
 
 def render(root: Path, cluster: str, schemas: Path | None) -> Rendered:
@@ -85,6 +86,7 @@ def judge(
     fields: Mapping[tuple[str, str, str], Sequence[compare.FieldDiff]],
     skipped: Sequence[tuple[LiveObject, str]],
     removed: set[tuple[str, str, str]] = frozenset(),  # type: ignore[assignment]
+    refused: Mapping[tuple[str, str, str], str] | None = None,
 ) -> list[ObjectResult]:
     """One result per live object (and per rendered object the cluster does not hold). `carried`: key ->
     (why, file); `patched`: key -> the file whose patch carries its unexpressed fields."""
@@ -111,17 +113,12 @@ def judge(
         seen.add(o.key)
         found = rendered.objects.get(o.key)
         if found is None:
-            out.append(
-                ObjectResult(
-                    o.kind,
-                    o.namespace,
-                    o.name,
-                    Verdict.DIFFERENT,
-                    why="not rendered: the object would be pruned",
-                )
-            )
+            why = "not in the repository: it stays on the cluster, unmanaged (Argo CD prunes only what it tracks)"
+            if refused and o.key in refused:
+                why = f"cannot be kept verbatim, the post-build checks refuse it: {refused[o.key]}; {why}"
+            out.append(ObjectResult(o.kind, o.namespace, o.name, Verdict.DIFFERENT, why=why))
             continue
-        diffs = compare.compare(o.body, compare.without_bookkeeping(found, compare.normalise(o.body)))
+        diffs = compare.compare(o.body, found, rendered.crd_dir)
         if diffs:
             out.append(
                 ObjectResult(
@@ -154,7 +151,7 @@ def judge(
 def judge_config(live: Mapping[str, Any] | None, rendered: Rendered, source: str) -> ObjectResult | None:
     if live is None or rendered.config is None:
         return None
-    diffs = compare.compare({"spec": dict(live)}, {"spec": dict(rendered.config)})
+    diffs = compare.compare({"spec": dict(live)}, {"spec": dict(rendered.config)}, None)
     name = "kueue-system/kueue-manager-config"
     if diffs:
         return ObjectResult(
@@ -172,11 +169,12 @@ def _reasons(gaps: Sequence[Gap]) -> str:
     return "; ".join(dict.fromkeys(f"{g.field}: {g.why}" for g in gaps))
 
 
-def patch_ops(diffs: Sequence[compare.FieldDiff]) -> list[dict[str, Any]]:
+def patch_ops(diffs: Sequence[compare.Pointed]) -> list[dict[str, Any]]:
     """JSON patch operations that turn the rendered object into the live one."""
     ops: list[dict[str, Any]] = []
-    for d in diffs:
-        path = "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in d.pointer)
+    for p in diffs:
+        d = p.diff
+        path = "/" + "/".join(str(k).replace("~", "~0").replace("/", "~1") for k in p.pointer)
         if d.live is compare.MISSING:
             ops.append({"op": "remove", "path": path})
         elif d.rendered is compare.MISSING:

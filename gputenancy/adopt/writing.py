@@ -15,9 +15,10 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from gputenancy.adopt.compare import canonical_quantities, strip_server
-from gputenancy.adopt.dumpfile import LiveObject
-from gputenancy.adopt.mapping import Adoption, Gap, TenantPlan
+from gputenancy.adopt.compare import canonical_quantities
+from gputenancy.cluster.normalise import strip_server
+from gputenancy.cluster.dump import LiveObject
+from gputenancy.adopt.mapping import Adoption, Gap, TenantPlan, shown
 
 TENANT_HEADER = "# yaml-language-server: $schema=../gputenancy/schemas/tenant.schema.json\n"
 CLUSTER_HEADER = "# yaml-language-server: $schema=../../gputenancy/schemas/cluster.schema.json\n"
@@ -191,6 +192,7 @@ def cluster_file(
 
 def overlay_kustomization(
     cluster: str,
+    label: bool,
     carried_files: Sequence[str],
     patches: Sequence[tuple[LiveObject, list[Gap], list[dict[str, Any]] | None]],
 ) -> str:
@@ -205,20 +207,32 @@ def overlay_kustomization(
             for f in carried_files
         ),
     ]
+    lines += _label_lines(cluster, label)
     lines += _patch_lines(patches)
     return "\n".join(lines) + "\n"
 
 
 def tenant_component(
-    cluster: str, patches: Sequence[tuple[LiveObject, list[Gap], list[dict[str, Any]] | None]]
+    cluster: str, label: bool, patches: Sequence[tuple[LiveObject, list[Gap], list[dict[str, Any]] | None]]
 ) -> str:
     lines = [
         f"# Transformations for tenant objects on {cluster} (ClusterQueues, LocalQueues, ResourceClaimTemplates).",
         "apiVersion: kustomize.config.k8s.io/v1alpha1",
         "kind: Component",
     ]
+    lines += _label_lines(cluster, label)
     lines += _patch_lines(patches)
     return "\n".join(lines) + "\n"
+
+
+def _label_lines(cluster: str, label: bool) -> list[str]:
+    if not label:
+        return []
+    return [
+        "labels:",
+        "  - pairs:",
+        f"      gputenancy.io/cluster: {cluster}   # as the live objects carry it",
+    ]
 
 
 def _patch_lines(patches: Sequence[tuple[LiveObject, list[Gap], list[dict[str, Any]] | None]]) -> list[str]:
@@ -228,10 +242,10 @@ def _patch_lines(patches: Sequence[tuple[LiveObject, list[Gap], list[dict[str, A
     for obj, gaps, ops in patches:
         if ops is None:
             lines.append(
-                f"  # {obj.shown()}: the model renders it, the cluster has none: removed from the build"
+                f"  # {shown(obj)}: the model renders it, the cluster has none: removed from the build"
             )
         else:
-            lines.append(f"  # {obj.shown()}: as on the cluster, which the input model cannot express:")
+            lines.append(f"  # {shown(obj)}: as on the cluster, which the input model cannot express:")
         if ops is not None:
             fields = list({g.field: g.why for g in gaps}.items())
             lines += [f"  #   {field}: {why}" for field, why in fields]
@@ -258,5 +272,5 @@ def carried_file(objects: Sequence[tuple[LiveObject, str]]) -> str:
     parts = []
     for obj, why in objects:
         body = canonical_quantities(strip_server(obj.body))
-        parts.append(f"# {obj.shown()}: {why}\n" + _dump(_plain(body)))
+        parts.append(f"# {shown(obj)}: {why}\n" + _dump(_plain(body)))
     return "---\n".join(parts)
