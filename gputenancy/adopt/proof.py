@@ -12,8 +12,8 @@ from typing import Any
 
 from gputenancy import engine
 from gputenancy.adopt import compare
-from gputenancy.cluster.dump import Dump, LiveObject
 from gputenancy.adopt.mapping import IMPORTED, Gap
+from gputenancy.cluster.dump import Dump, LiveObject
 from gputenancy.common.findings import Finding
 
 TENANT_KINDS = ("ClusterQueue", "LocalQueue", "ResourceClaimTemplate")

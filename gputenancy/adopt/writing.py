@@ -16,9 +16,9 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from gputenancy.adopt.compare import canonical_quantities
-from gputenancy.cluster.normalise import strip_server
-from gputenancy.cluster.dump import LiveObject
 from gputenancy.adopt.mapping import Adoption, Gap, TenantPlan, shown
+from gputenancy.cluster.dump import LiveObject
+from gputenancy.cluster.normalise import strip_server
 
 TENANT_HEADER = "# yaml-language-server: $schema=../gputenancy/schemas/tenant.schema.json\n"
 CLUSTER_HEADER = "# yaml-language-server: $schema=../../gputenancy/schemas/cluster.schema.json\n"
