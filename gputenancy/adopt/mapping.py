@@ -115,19 +115,19 @@ def check_dump(dump: Dump, cluster: str) -> list[Finding]:
                     f"{KUEUE} (the versions Kueue v0.18 and v0.19 serve)",
                 )
             )
-    labelled = {}
+    labelled: dict[str, LiveObject] = {}
     for o in dump.objects:
         labels = (o.body.get("metadata") or {}).get("labels") or {}
         value = labels.get("gputenancy.io/cluster") if isinstance(labels, dict) else None
         if isinstance(value, str):
             labelled.setdefault(value, o)
     if len(labelled) > 1:
-        shown = ", ".join(f"{c} ({shown(o)}, line {o.line})" for c, o in sorted(labelled.items()))
+        which = ", ".join(f"{c} ({shown(o)}, line {o.line})" for c, o in sorted(labelled.items()))
         first = min(labelled.values(), key=lambda o: o.line)
         findings.append(
             first.origin.finding(
                 RULE,
-                f"objects of several clusters are mixed in one dump: {shown}; dump one cluster at a time",
+                f"objects of several clusters are mixed in one dump: {which}; dump one cluster at a time",
             )
         )
     if labelled and cluster not in labelled:
