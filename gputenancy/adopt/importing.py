@@ -119,7 +119,7 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
             stage,
             files,
             cluster,
-            adoption.cluster_label,
+            adoption.common,
             sorted(carried),
             (platform_patches, tenant_patches),
             first,
@@ -160,7 +160,7 @@ def _render_carrying(
             files.pop(rel)
             (stage / rel).unlink(missing_ok=True)
         files.update({f"overlays/{cluster}/{f}": t.encode() for f, t in carried.items()})
-        _layer_files(stage, files, cluster, adoption.cluster_label, sorted(carried), [], [])
+        _layer_files(stage, files, cluster, adoption.common, sorted(carried), [], [])
         rendered = proof.render(stage, cluster, options.schemas)
         if not rendered.failed:
             break
@@ -189,7 +189,7 @@ def _with_patches(
     stage: Path,
     files: dict[str, bytes],
     cluster: str,
-    label: bool,
+    common: Mapping[str, Mapping[str, Mapping[str, str]]],
     carried: list[str],
     patches: tuple[list[Patch], list[Patch]],
     unpatched: proof.Rendered,
@@ -211,7 +211,7 @@ def _with_patches(
     for plat, ten in attempts:
         if not plat and not ten:
             break
-        _layer_files(stage, files, cluster, label, carried, plat, ten)
+        _layer_files(stage, files, cluster, common, carried, plat, ten)
         rendered = proof.render(stage, cluster, options.schemas)
         if not rendered.failed:
             patched = {o.key: overlay for o, _, _ in plat}
@@ -219,7 +219,7 @@ def _with_patches(
             return rendered, patched, {o.key for o, _, ops in (*plat, *ten) if ops is None}
         errors = "; ".join(f.format() for f in rendered.findings if f.severity.value == "error")
         told.append(f"patches left out, the checks refuse them: {errors[:2000]}")
-    _layer_files(stage, files, cluster, label, carried, [], [])
+    _layer_files(stage, files, cluster, common, carried, [], [])
     return unpatched, {}, set()
 
 
@@ -227,7 +227,7 @@ def _layer_files(
     stage: Path,
     files: dict[str, bytes],
     cluster: str,
-    label: bool,
+    common: Mapping[str, Mapping[str, Mapping[str, str]]],
     carried: list[str],
     platform: list[Patch],
     tenant: list[Patch],
@@ -238,11 +238,14 @@ def _layer_files(
         f"overlays/{cluster}/kustomization.yaml",
         f"overlays/{cluster}/tenants/kustomization.yaml",
     )
-    files[overlay] = writing.overlay_kustomization(cluster, label, carried, platform).encode()
+    files[overlay] = writing.overlay_kustomization(
+        cluster, common.get("platform", {}), carried, platform
+    ).encode()
     files.pop(component, None)
     (stage / component).unlink(missing_ok=True)
-    if label or tenant:
-        files[component] = writing.tenant_component(cluster, label, tenant).encode()
+    tenant_common = common.get("tenant", {})
+    if any(tenant_common.values()) or tenant:
+        files[component] = writing.tenant_component(cluster, tenant_common, tenant).encode()
     _put(stage, files)
 
 

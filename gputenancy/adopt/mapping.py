@@ -89,7 +89,9 @@ class Adoption:
     gaps: tuple[Gap, ...]
     notes: tuple[str, ...]
     capacity_known: bool
-    cluster_label: bool = False  # the live objects carry gputenancy.io/cluster: <cluster> (rendered before)
+    common: Mapping[str, Mapping[str, Mapping[str, str]]] = dataclasses.field(default_factory=dict)
+    """"tenant" / "platform" -> "labels" / "annotations" -> what most such live objects carry alike (an
+    overlay's or tenant Component's transformers put it there): the imported kustomizations set it."""
 
 
 def check_dump(dump: Dump, cluster: str) -> list[Finding]:
@@ -243,18 +245,48 @@ def adopt(
         tuple(gaps),
         tuple(notes),
         known,
-        _cluster_label(dump, cluster),
+        _common(dump, tenants, carried),
     )
 
 
-def _cluster_label(dump: Dump, cluster: str) -> bool:
-    """Whether the cluster's objects carry `gputenancy.io/cluster: <cluster>` (an overlay's `labels`
-    put it there): the imported overlay and tenant Component then set it too."""
+def _common(
+    dump: Dump, tenants: list[TenantPlan], carried: list[tuple[LiveObject, str]]
+) -> dict[str, dict[str, dict[str, str]]]:
+    """Labels and annotations most live objects of a layer carry with the same value (a transformer of
+    the layer put them there): the tenant layer (the imported queues, their LocalQueues and claim
+    templates, built through the tenant Component) and the overlay (the platform objects and those
+    kept verbatim). The objects without one get a patch removing it. The pipeline's own bookkeeping
+    is left out (it renders that itself)."""
+    from gputenancy.adopt.compare import PIPELINE_ANNOTATIONS, PIPELINE_LABELS
+
+    namespaces = {ns for t in tenants for ns in t.settings["namespaces"]}
+    queues = {t.name for t in tenants}
+    kept = {o.key for o, _ in carried}
+    layers: dict[str, list[LiveObject]] = {"tenant": [], "platform": []}
     for o in dump.objects:
-        labels = (o.body.get("metadata") or {}).get("labels") if o.kind in IMPORTED else None
-        if isinstance(labels, dict) and labels.get("gputenancy.io/cluster") == cluster:
-            return True
-    return False
+        if o.kind not in IMPORTED:
+            continue
+        if o.key in kept or o.kind not in ("ClusterQueue", "LocalQueue", "ResourceClaimTemplate"):
+            layers["platform"].append(o)
+        elif o.kind == "ClusterQueue" and o.name in queues or o.namespace in namespaces:
+            layers["tenant"].append(o)
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for layer, objects in layers.items():
+        out[layer] = {}
+        for key, own in (("labels", PIPELINE_LABELS), ("annotations", PIPELINE_ANNOTATIONS)):
+            counts: dict[tuple[str, str], int] = {}
+            for o in objects:
+                found = (o.body.get("metadata") or {}).get(key) or {}
+                for item in found.items() if isinstance(found, dict) else ():
+                    if isinstance(item[1], str):
+                        counts[item] = counts.get(item, 0) + 1
+            shared = {k: v for (k, v), n in counts.items() if n * 2 > len(objects)}
+            out[layer][key] = {
+                k: v
+                for k, v in sorted(shared.items())
+                if isinstance(v, str) and (k not in own or k == "gputenancy.io/cluster")
+            }
+    return out
 
 
 _RESERVED_BUILTIN = ("default", "kueue-system")

@@ -192,7 +192,7 @@ def cluster_file(
 
 def overlay_kustomization(
     cluster: str,
-    label: bool,
+    common: Mapping[str, Mapping[str, str]],
     carried_files: Sequence[str],
     patches: Sequence[tuple[LiveObject, list[Gap], list[dict[str, Any]] | None]],
 ) -> str:
@@ -207,32 +207,36 @@ def overlay_kustomization(
             for f in carried_files
         ),
     ]
-    lines += _label_lines(cluster, label)
+    lines += _common_lines(common)
     lines += _patch_lines(patches)
     return "\n".join(lines) + "\n"
 
 
 def tenant_component(
-    cluster: str, label: bool, patches: Sequence[tuple[LiveObject, list[Gap], list[dict[str, Any]] | None]]
+    cluster: str,
+    common: Mapping[str, Mapping[str, str]],
+    patches: Sequence[tuple[LiveObject, list[Gap], list[dict[str, Any]] | None]],
 ) -> str:
     lines = [
         f"# Transformations for tenant objects on {cluster} (ClusterQueues, LocalQueues, ResourceClaimTemplates).",
         "apiVersion: kustomize.config.k8s.io/v1alpha1",
         "kind: Component",
     ]
-    lines += _label_lines(cluster, label)
+    lines += _common_lines(common)
     lines += _patch_lines(patches)
     return "\n".join(lines) + "\n"
 
 
-def _label_lines(cluster: str, label: bool) -> list[str]:
-    if not label:
-        return []
-    return [
-        "labels:",
-        "  - pairs:",
-        f"      gputenancy.io/cluster: {cluster}   # as the live objects carry it",
-    ]
+def _common_lines(common: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """kustomize's labels and commonAnnotations for what every live object of the layer carries."""
+    lines: list[str] = []
+    if common.get("labels"):
+        lines += ["labels:   # most live objects of this layer carry them", "  - pairs:"]
+        lines += [f"      {json.dumps(k)}: {json.dumps(v)}" for k, v in common["labels"].items()]
+    if common.get("annotations"):
+        lines += ["commonAnnotations:   # most live objects of this layer carry them"]
+        lines += [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in common["annotations"].items()]
+    return lines
 
 
 def _patch_lines(patches: Sequence[tuple[LiveObject, list[Gap], list[dict[str, Any]] | None]]) -> list[str]:
