@@ -268,7 +268,7 @@ def _common(
             continue
         if o.key in kept or o.kind not in ("ClusterQueue", "LocalQueue", "ResourceClaimTemplate"):
             layers["platform"].append(o)
-        elif o.kind == "ClusterQueue" and o.name in queues or o.namespace in namespaces:
+        elif (o.kind == "ClusterQueue" and o.name in queues) or o.namespace in namespaces:
             layers["tenant"].append(o)
     out: dict[str, dict[str, dict[str, str]]] = {}
     for layer, objects in layers.items():
