@@ -25,7 +25,7 @@ import yaml
 
 from bench import fleet
 from gputenancy import engine
-from gputenancy.adopt import importing, init, mapping
+from gputenancy.adopt import importing, init, output, records
 from gputenancy.cluster import dump as dumps
 from gputenancy.policy import rules
 from gputenancy.render import kueueconfig
@@ -45,7 +45,7 @@ def _dump(src: Path, schemas: Path | None, out: Path) -> int:
     if result.failed:
         raise SystemExit(f"the fleet does not render: {[f.format() for f in result.findings][:3]}")
     items: list[dict[str, Any]] = [
-        dict(o.body) for o in result.clusters[CLUSTER].objects if o.body["kind"] in mapping.IMPORTED
+        dict(o.body) for o in result.clusters[CLUSTER].objects if o.body["kind"] in records.IMPORTED
     ]
     c = result.model.clusters[CLUSTER]
     config, _ = kueueconfig.build(result.model, c, rules.effective_catalog(result.model))
@@ -73,7 +73,7 @@ def measure(tenants: int, schemas: Path | None) -> dict[str, Any]:
         init.init(root, ["@bench/platform"])
         options = importing.Options(CLUSTER, kubernetes_version="1.35", schemas=schemas, allow_partial=True)
         outcome, import_s = _timed(lambda: importing.plan(root, dump, options))
-        _, write_s = _timed(lambda: importing.write(root, outcome.files))
+        _, write_s = _timed(lambda: output.write(root, outcome.files))
         verdicts: dict[str, int] = {}
         for r in outcome.results:
             verdicts[r.verdict.value] = verdicts.get(r.verdict.value, 0) + 1

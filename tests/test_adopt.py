@@ -16,7 +16,7 @@ import yaml
 from conftest import REPO, shared_dir
 
 from gputenancy import engine
-from gputenancy.adopt import compare, importing, init, mapping
+from gputenancy.adopt import compare, importing, init, output, records
 from gputenancy.adopt.proof import Verdict
 from gputenancy.cli.app import main
 from gputenancy.cluster import dump as dumps
@@ -88,12 +88,12 @@ def test_every_brownfield_setup_is_reproduced_or_each_difference_named(name: str
     assert not [f for f in outcome.findings if f.severity.value == "error"]
     by_key = {(r.kind, r.namespace, r.name): r for r in outcome.results}
     for o in dump.objects:
-        if o.kind in mapping.IMPORTED:
+        if o.kind in records.IMPORTED:
             assert o.key in by_key, f"{o.key} has no verdict"
     for r in outcome.results:
         if r.verdict in (Verdict.DIFFERENT, Verdict.NEW, Verdict.PATCHED, Verdict.CARRIED, Verdict.SKIPPED):
             assert r.why or r.diffs, f"{r.shown()}: {r.verdict} without a reason"
-    importing.write(root, outcome.files)
+    output.write(root, outcome.files)
     rendered = _live_of(root, "c1", shared)
     for o in dump.objects:
         r = by_key.get(o.key)
@@ -142,7 +142,7 @@ def _dump_of_rendered(src: Path, cluster: str, kueue: str, shared: Path, out: Pa
     the imported kinds, the manager's ConfigMap with the rendered Configuration, its Deployment."""
     result = engine.run(src, cluster=cluster, schemas=shared, cache=None)
     assert not result.failed
-    items = [dict(o.body) for o in result.clusters[cluster].objects if o.body["kind"] in mapping.IMPORTED]
+    items = [dict(o.body) for o in result.clusters[cluster].objects if o.body["kind"] in records.IMPORTED]
     config, _ = kueueconfig.build(
         result.model, result.model.clusters[cluster], rules.effective_catalog(result.model)
     )
@@ -183,7 +183,7 @@ def test_the_example_clusters_dumped_import_into_an_empty_repository_and_render_
         )
         assert outcome.exact, [r for r in outcome.results if r.verdict in (Verdict.DIFFERENT, Verdict.NEW)]
         assert {r.verdict for r in outcome.results} <= {Verdict.EXACT, Verdict.CARRIED, Verdict.SKIPPED}
-        importing.write(root, outcome.files)
+        output.write(root, outcome.files)
     before = engine.run(src, schemas=shared, cache=None)
     after = engine.run(root, schemas=shared, cache=None)
     assert not after.failed
@@ -202,14 +202,14 @@ def test_a_second_cluster_adds_its_budgets_and_keeps_comments_and_order(tmp_path
     root = _new_repo(tmp_path)
     path = shared / "clusters" / "brownfield" / "dumps" / "34-rhoai-workshop-gpu-teams.yaml"
     first = importing.plan(root, dumps.read_dump(path), importing.Options("east", schemas=shared))
-    importing.write(root, first.files)
+    output.write(root, first.files)
     tenant = root / "tenants" / "team1.yaml"
     edited = tenant.read_text().replace("namespaces:", "# the alpha and beta projects of team 1\nnamespaces:")
     edited = edited.replace("cohort: organization", "cohort: organization   # shared with team2")
     tenant.write_text(edited)
     second = importing.plan(root, dumps.read_dump(path), importing.Options("west", schemas=shared))
     assert second.exact
-    importing.write(root, second.files)
+    output.write(root, second.files)
     text = tenant.read_text()
     assert text.startswith(edited.replace("clusters: [east]", "clusters: [east, west]"))  # only appended
     assert "# the alpha and beta projects of team 1" in text and "# shared with team2" in text
@@ -327,11 +327,11 @@ def test_writes_stay_inside_the_repository_and_are_all_or_nothing(tmp_path: Path
     root = _new_repo(tmp_path)
     before = _tree(root)
     with pytest.raises(PipelineError):
-        importing.write(root, {"tenants/a.yaml": b"a\n", "../outside.yaml": b"x\n"})
+        output.write(root, {"tenants/a.yaml": b"a\n", "../outside.yaml": b"x\n"})
     assert _tree(root) == before and not (tmp_path / "outside.yaml").exists()
     (root / "tenants" / "link.yaml").symlink_to(tmp_path / "target.yaml")
     with pytest.raises(PipelineError):
-        importing.write(root, {"tenants/link.yaml": b"x\n"})
+        output.write(root, {"tenants/link.yaml": b"x\n"})
     assert not (tmp_path / "target.yaml").exists()
 
 

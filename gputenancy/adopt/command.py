@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from gputenancy.adopt import importing, init
+from gputenancy.adopt import importing, init, output, repository
 from gputenancy.common import report
 from gputenancy.common.findings import PipelineError
 
@@ -48,7 +48,7 @@ def add_arguments(init_p: argparse.ArgumentParser, import_p: argparse.ArgumentPa
     import_p.add_argument(
         "--kueue-version", help="the cluster's Kueue (default: from the manager's image in the dump)"
     )
-    import_p.add_argument("--kubernetes-version", help=f"default {importing.DEFAULT_KUBERNETES}")
+    import_p.add_argument("--kubernetes-version", help=f"default {repository.DEFAULT_KUBERNETES}")
     import_p.add_argument(
         "--schemas",
         type=Path,
@@ -101,7 +101,7 @@ def cmd_import(root: Path, args: argparse.Namespace, schemas: Path | None, emit:
         emit("the imported files do not render: nothing was written\n")
         return 1
     emit(f"import {args.cluster} from {dump.path}: the round trip, object by object\n")
-    importing.report(outcome, emit)
+    output.report(outcome.results, emit)
     for note in (*outcome.notes, *outcome.told):
         notes(f"note: {note}\n")
     warnings = [f for f in outcome.findings if f.severity.value != "error"]
@@ -115,7 +115,7 @@ def cmd_import(root: Path, args: argparse.Namespace, schemas: Path | None, emit:
     if args.dry_run:
         emit(f"dry run: would write {', '.join(sorted(outcome.files))}\n")
         return 0
-    changed = importing.write(root, outcome.files)
+    changed = output.write(root, outcome.files)
     emit(f"wrote {len(changed)} files: {', '.join(changed)}\n")
     emit("next: python pipeline.py render, review the diff, commit; Argo CD then syncs with no change\n")
     return 0

@@ -10,19 +10,18 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gputenancy.adopt import compare, mapping, proof, writing
+from gputenancy.adopt import compare, mapping, proof, records, repository, writing
 from gputenancy.cluster.dump import Dump, LiveObject
 from gputenancy.common.findings import Finding, Origin, PipelineError
 
-RULE = mapping.RULE
+RULE = records.RULE
 DEFAULT_KUEUE = "v0.19.2"
 DEFAULT_KUBERNETES = "1.36"
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -80,7 +79,9 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
     if errors:
         raise PipelineError(errors)
     catalog = {n: e.resource for n, e in rules.effective_catalog(model).classes.items()}
-    kueue, kubernetes, told_versions = _versions(dump, options)
+    kueue, kubernetes, told_versions = repository.versions(
+        dump, options.kueue_version, options.kubernetes_version
+    )
     adoption = mapping.adopt(
         dump,
         cluster,
@@ -89,7 +90,7 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
         kubernetes_version=kubernetes,
         versions_told=told_versions,
     )
-    collisions = _collisions(adoption, model, root)
+    collisions = repository.collisions(adoption, model)
     if collisions:
         raise PipelineError(collisions)
     owners = options.owners or tuple(model.platform.owners or ()) or ("@platform-team",)
@@ -101,7 +102,7 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
     files["base/platform.yaml"] = platform_text.encode()
     told += more
     base_config = dict(model.platform.kueue_config.data)
-    overlay_config, gates = _config_over_base(adoption.config, base_config, catalog, adoption)
+    overlay_config, gates = repository.config_over_base(adoption.config, base_config, catalog, adoption)
     files[f"overlays/{cluster}/cluster.yaml"] = writing.cluster_file(
         adoption, overlay_config, gates, source
     ).encode()
@@ -147,8 +148,8 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
 
 
 def _render_carrying(
-    stage: Path, files: dict[str, bytes], adoption: mapping.Adoption, options: Options
-) -> tuple[proof.Rendered, mapping.Adoption, dict[tuple[str, str, str], str], dict[str, str]]:
+    stage: Path, files: dict[str, bytes], adoption: records.Adoption, options: Options
+) -> tuple[proof.Rendered, records.Adoption, dict[tuple[str, str, str], str], dict[str, str]]:
     """The first render, with the objects kept verbatim; an object kept verbatim that the post-build
     checks refuse (the live cluster holds something the pipeline would never render, e.g. a claim
     template in a namespace no LocalQueue serves) is left out, with the checks' words."""
@@ -256,129 +257,6 @@ def _put(stage: Path, files: Mapping[str, bytes]) -> None:
         path.write_bytes(data)
 
 
-def _versions(dump: Dump, options: Options) -> tuple[str, str, list[str]]:
-    told = []
-    kueue = options.kueue_version
-    if kueue is None:
-        for d in dump.of_kind("Deployment"):
-            for c in (
-                (((d.body.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")
-            ) or []:
-                m = _IMAGE_TAG.search(str(c.get("image", "")))
-                if m and kueue is None:
-                    kueue = m.group(1)
-                    told.append(f"Kueue {kueue}: from the image of Deployment {d.namespace}/{d.name}")
-    if kueue is None:
-        kueue = DEFAULT_KUEUE
-        told.append(
-            f"Kueue version: assumed {kueue} (the dump holds no Kueue Deployment; --kueue-version sets it)"
-        )
-    kubernetes = options.kubernetes_version
-    if kubernetes is None:
-        kubernetes = DEFAULT_KUBERNETES
-        told.append(f"Kubernetes version: assumed {kubernetes} (--kubernetes-version sets it)")
-    return kueue, kubernetes, told
-
-
-def _collisions(adoption: mapping.Adoption, model: Any, root: Path) -> list[Finding]:
-    """Queues that would collide with what the repository holds: a tenant of the same name with other
-    settings, a namespace another tenant owns."""
-    out: list[Finding] = []
-    tenants = {t.name: t for t in model.tenants}
-    owner = {ns: t.name for t in model.tenants for ns, _ in t.namespaces}
-    for plan_ in adoption.tenants:
-        here = plan_.queue.origin
-        existing = tenants.get(plan_.name)
-        if existing is not None:
-            s = plan_.settings
-            theirs = {
-                "namespaces": sorted(ns for ns, _ in existing.namespaces),
-                "localQueueName": existing.local_queue,
-                "cohort": existing.cohort,
-                "preemption": existing.preemption,
-                "queueingStrategy": existing.queueing_strategy,
-                "state": existing.state,
-            }
-            mine = {
-                "namespaces": sorted(s["namespaces"]),
-                "localQueueName": s.get("localQueueName", plan_.name),
-                "cohort": s.get("cohort"),
-                "preemption": s.get("preemption", "none"),
-                "queueingStrategy": s.get("queueingStrategy", "BestEffortFIFO"),
-                "state": s.get("state", "active"),
-            }
-            differ = [k for k in theirs if theirs[k] != mine[k]]
-            if differ:
-                out.append(
-                    here.finding(
-                        RULE,
-                        f"ClusterQueue {plan_.name} collides with {existing.path}: "
-                        + ", ".join(f"{k} {mine[k]!r} here, {theirs[k]!r} there" for k in differ)
-                        + " (a tenant renders the same queue on every cluster; rename one in the repository first)",
-                    )
-                )
-            elif adoption.cluster in existing.cluster_budgets:
-                out.append(
-                    here.finding(
-                        RULE, f"{existing.path} already holds a budget for cluster {adoption.cluster}"
-                    )
-                )
-            continue
-        for ns in plan_.settings["namespaces"]:
-            if ns in owner:
-                out.append(
-                    here.finding(
-                        RULE,
-                        f"namespace {ns} of ClusterQueue {plan_.name} belongs to tenant {owner[ns]} (tenants/{owner[ns]}.yaml)",
-                    )
-                )
-    return out
-
-
-def _config_over_base(
-    live: Mapping[str, Any] | None,
-    base: Mapping[str, Any],
-    catalog: Mapping[str, str],
-    adoption: mapping.Adoption,
-) -> tuple[dict[str, Any], dict[str, bool]]:
-    """kueue.config of the overlay (what the live Configuration has that the base does not) and
-    kueue.featureGates; the deviceClassMappings of classes the catalog holds are the pipeline's own."""
-    if live is None:
-        return {}, {}
-    body = {k: v for k, v in live.items() if k not in ("apiVersion", "kind")}
-    gates = body.pop("featureGates", None) or {}
-    mapped = {*catalog, *(e["name"] for e in adoption.device_classes)}
-    resources = dict(body.get("resources") or {})
-    if "deviceClassMappings" in resources:
-        kept = [
-            m
-            for m in resources["deviceClassMappings"]
-            if set(m) != {"name", "deviceClassNames"} or not set(m.get("deviceClassNames") or []) <= mapped
-        ]
-        if kept:
-            resources["deviceClassMappings"] = kept
-        else:
-            resources.pop("deviceClassMappings")
-        if resources:
-            body["resources"] = resources
-        else:
-            body.pop("resources")
-    return _over(body, base), {str(k): bool(v) for k, v in gates.items()}
-
-
-def _over(live: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in live.items():
-        have = base.get(key)
-        if isinstance(value, dict) and isinstance(have, dict):
-            sub = _over(value, have)
-            if sub:
-                out[key] = sub
-        elif value != have:
-            out[key] = value
-    return out
-
-
 def _carried_name(kind: str) -> str:
     """kept-topologies.yaml, kept-deviceclasses.yaml, kept-localqueues.yaml"""
     name = kind.lower()
@@ -386,23 +264,23 @@ def _carried_name(kind: str) -> str:
     return f"kept-{plural}.yaml"
 
 
-def _carried_files(adoption: mapping.Adoption) -> dict[str, str]:
+def _carried_files(adoption: records.Adoption) -> dict[str, str]:
     by_kind: dict[str, list[tuple[LiveObject, str]]] = {}
     for o, why in adoption.carried:
         by_kind.setdefault(o.kind, []).append((o, why))
     return {_carried_name(k): writing.carried_file(v) for k, v in sorted(by_kind.items())}
 
 
-Patch = tuple[LiveObject, list[mapping.Gap], list[dict[str, Any]] | None]
+Patch = tuple[LiveObject, list[records.Gap], list[dict[str, Any]] | None]
 """The object, why, and the JSON patch operations (None: the object is removed from the build)."""
 
 
 def _patches(
-    dump: Dump, rendered: proof.Rendered, adoption: mapping.Adoption
+    dump: Dump, rendered: proof.Rendered, adoption: records.Adoption
 ) -> tuple[list[Patch], list[Patch], dict[tuple[str, str, str], tuple[compare.FieldDiff, ...]]]:
     """The JSON patches that make each rendered object equal to the live one (platform, tenant), and
     the fields each carries. A field no gap of the mapping explains is named as one of its own."""
-    gaps: dict[tuple[str, str, str], list[mapping.Gap]] = {}
+    gaps: dict[tuple[str, str, str], list[records.Gap]] = {}
     for g in adoption.gaps:
         gaps.setdefault((g.kind, g.namespace, g.name), []).append(g)
     carried = {o.key for o, _ in adoption.carried}
@@ -410,7 +288,7 @@ def _patches(
     tenant: list[Patch] = []
     fields: dict[tuple[str, str, str], tuple[compare.FieldDiff, ...]] = {}
     for o in dump.objects:
-        if o.kind not in mapping.IMPORTED or o.key in carried:
+        if o.kind not in records.IMPORTED or o.key in carried:
             continue
         found = rendered.objects.get(o.key)
         if found is None:
@@ -422,16 +300,16 @@ def _patches(
         why = list(gaps.get(o.key, []))
         for d in diffs:
             if not any(d.path == g.field or d.path.startswith((g.field + ".", g.field + "[")) for g in why):
-                why.append(mapping.Gap(o.kind, o.namespace, o.name, d.path, "no input key renders it"))
+                why.append(records.Gap(o.kind, o.namespace, o.name, d.path, "no input key renders it"))
         fields[o.key] = diffs
         ops = proof.patch_ops(_per_key(pointed))
         (tenant if o.kind in proof.TENANT_KINDS else platform).append((o, why, ops))
     live = {o.key for o in dump.objects}
     for key, body in sorted(rendered.objects.items()):
-        if key in live or key[0] not in mapping.IMPORTED:
+        if key in live or key[0] not in records.IMPORTED:
             continue
         ghost = LiveObject(str(body.get("apiVersion")), *key, body, "", 0)
-        why = [mapping.Gap(*key, "(the object)", "the model renders it; the cluster has none")]
+        why = [records.Gap(*key, "(the object)", "the model renders it; the cluster has none")]
         (tenant if key[0] in proof.TENANT_KINDS else platform).append((ghost, why, None))
     return platform, tenant, fields
 
@@ -450,48 +328,3 @@ def _per_key(diffs: Sequence[compare.Pointed]) -> list[compare.Pointed]:
             continue
         out.append(p)
     return out
-
-
-def write(root: Path, files: Mapping[str, bytes]) -> list[str]:
-    """All files or none: each to a temporary file beside its target, then renamed into place. Paths
-    are repository paths built from valid names; none may leave `root`."""
-    real = root.resolve()
-    staged: list[tuple[str, Path]] = []
-    try:
-        for rel, data in sorted(files.items()):
-            target = (root / rel).resolve()
-            if real not in target.parents:
-                raise PipelineError([Origin(rel).finding(RULE, "outside the repository: not written")])
-            if (root / rel).is_symlink():
-                raise PipelineError([Origin(rel).finding(RULE, "a symbolic link: not written")])
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, 0o644)
-            staged.append((tmp, target))
-    except BaseException:
-        for tmp, _ in staged:
-            Path(tmp).unlink(missing_ok=True)
-        raise
-    changed = []
-    for tmp, target in staged:
-        os.replace(tmp, target)
-        changed.append(str(target.relative_to(real)))
-    return changed
-
-
-def report(outcome: Outcome, emit: Callable[[str], object]) -> None:
-    """Per object: its verdict, each field that differs (live -> rendered), why and where."""
-    order = list(proof.Verdict)
-    for r in sorted(outcome.results, key=lambda r: (order.index(r.verdict), r.kind, r.namespace, r.name)):
-        line = f"{r.verdict.value:36}  {r.shown()}"
-        if r.where:
-            line += f"  ({r.where})"
-        emit(line + "\n")
-        if r.why:
-            emit(f"      why: {r.why}\n")
-        for d in r.diffs:
-            emit(f"      {d.describe()}\n")
-    counts = {v: sum(1 for r in outcome.results if r.verdict is v) for v in proof.Verdict}
-    emit("summary: " + ", ".join(f"{n} {v.value}" for v, n in counts.items() if n) + "\n")

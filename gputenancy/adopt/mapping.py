@@ -9,89 +9,27 @@ named as a `Gap`, and the round trip (`proof`) carries it as a patch. Objects th
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gputenancy.adopt import platform
+from gputenancy.adopt.records import (
+    CARRIED_KINDS,
+    IMPORTED,
+    KUEUE,
+    KUEUE_VERSIONS,
+    NOT_OWNED,
+    RULE,
+    SELECTOR_KEY,
+    Adoption,
+    Gap,
+    TenantPlan,
+    amount_value,
+    shown,
+)
 from gputenancy.cluster.dump import Dump, LiveObject
 from gputenancy.common.findings import Finding
-from gputenancy.inputs import quantity
 from gputenancy.render.manifests import PREEMPTION
-
-KUEUE = "kueue.x-k8s.io"
-KUEUE_VERSIONS = ("v1beta1", "v1beta2")
-IMPORTED = (
-    "ResourceFlavor",
-    "ClusterQueue",
-    "Cohort",
-    "LocalQueue",
-    "WorkloadPriorityClass",
-    "AdmissionCheck",
-    "Topology",
-    "DeviceClass",
-    "ResourceClaimTemplate",
-)
-"""The kinds `import` reads; the manager ConfigMap and Deployment in the Kueue namespace too."""
-NOT_OWNED = (
-    "Namespace",
-    "ResourceSlice",
-    "ResourceClaim",
-    "Workload",
-    "Node",
-    "Pod",
-    "Job",
-    "Event",
-    "ProvisioningRequestConfig",
-    "MultiKueueConfig",
-    "MultiKueueCluster",
-)
-"""Kinds a dump may hold that the pipeline does not render: read where they help (ResourceSlices:
-capacity), never imported."""
-CARRIED_KINDS = ("WorkloadPriorityClass", "AdmissionCheck", "Topology")
-"""Kinds the input model has no file for: carried verbatim in the cluster's overlay as kustomize
-resources, so the round trip is exact and the post-build checks judge them."""
-SELECTOR_KEY = "kubernetes.io/metadata.name"
-RULE = "import-input"
-
-
-@dataclasses.dataclass(frozen=True)
-class Gap:
-    """A field of a live object the input model cannot express: carried as a patch, or a difference."""
-
-    kind: str
-    namespace: str
-    name: str
-    field: str  # dotted path, "spec.namespaceSelector"
-    why: str
-
-
-@dataclasses.dataclass(frozen=True)
-class TenantPlan:
-    name: str
-    settings: Mapping[str, Any]  # tenant keys but budgets (namespaces, localQueueName, cohort, ...)
-    budget: tuple[Mapping[str, Any], ...]  # flavor budgets on this cluster
-    claims: tuple[Mapping[str, Any], ...]
-    queue: LiveObject
-
-
-@dataclasses.dataclass(frozen=True)
-class Adoption:
-    cluster: str
-    tenants: tuple[TenantPlan, ...]
-    flavors: tuple[Mapping[str, Any], ...]
-    device_classes: tuple[Mapping[str, Any], ...]
-    cohorts: tuple[Mapping[str, Any], ...]
-    allowed_namespaces: tuple[str, ...]
-    cluster_settings: Mapping[str, Any]  # kubernetesVersion, kueue, capacity, overcommit
-    config: Mapping[str, Any] | None  # the live Configuration (None: the dump holds none)
-    carried: tuple[tuple[LiveObject, str], ...]  # kept verbatim as overlay resources, and why
-    skipped: tuple[tuple[LiveObject, str], ...]  # not imported, and why
-    gaps: tuple[Gap, ...]
-    notes: tuple[str, ...]
-    capacity_known: bool
-    common: Mapping[str, Mapping[str, Mapping[str, str]]] = dataclasses.field(default_factory=dict)
-    """"tenant" / "platform" -> "labels" / "annotations" -> what most such live objects carry alike (an
-    overlay's or tenant Component's transformers put it there): the imported kustomizations set it."""
 
 
 def check_dump(dump: Dump, cluster: str) -> list[Finding]:
@@ -144,11 +82,6 @@ def check_dump(dump: Dump, cluster: str) -> list[Finding]:
     return findings
 
 
-def shown(o: LiveObject) -> str:
-    """`ClusterQueue team-a`, `LocalQueue ns/name`."""
-    return f"{o.kind} {o.namespace}/{o.name}" if o.namespace else f"{o.kind} {o.name}"
-
-
 def _at(obj: LiveObject | None, path: str) -> Any:
     from gputenancy.common.findings import Origin
 
@@ -185,7 +118,7 @@ def adopt(
             skipped.append((o, f"{o.kind} is not a kind the pipeline renders"))
     config = dump.kueue_config()
     classes = dict(catalog)
-    candidates = _device_classes(dump, config, classes)
+    candidates = platform.device_classes(dump, config, classes)
     named = {e["name"] for e in candidates if e.get("named")}
     by_resource = {resource: cls for cls, resource in sorted(classes.items()) if cls not in named}
     queues = dump.of_kind("ClusterQueue")
@@ -218,11 +151,11 @@ def adopt(
     for rct in claims:
         if (rct.name, rct.namespace) not in claimed:
             carried.append((rct, "no tenant's claim templates can express it (see the notes)"))
-    device_classes = _classes_kept(dump, candidates, tenants, gaps, carried, skipped)
-    cohorts = _cohorts(dump, cohort_names, gaps, carried)
-    flavors = [_flavor(rf, gaps) for rf in dump.of_kind("ResourceFlavor")]
-    flavors += [{"name": n} for n in _missing_flavors(dump)]
-    capacity, known = _capacity(dump, [f["name"] for f in flavors], notes)
+    device_classes = platform.classes_kept(dump, candidates, tenants, gaps, carried, skipped)
+    cohorts = platform.cohorts(dump, cohort_names, gaps, carried)
+    flavors = [platform.flavor(rf, gaps) for rf in dump.of_kind("ResourceFlavor")]
+    flavors += [{"name": n} for n in platform.missing_flavors(dump)]
+    capacity, known = platform.capacity(dump, [f["name"] for f in flavors], notes)
     settings: dict[str, Any] = {
         "kubernetesVersion": kubernetes_version,
         "kueue": {"version": kueue_version, "install": "manifests"},
@@ -245,48 +178,8 @@ def adopt(
         tuple(gaps),
         tuple(notes),
         known,
-        _common(dump, tenants, carried),
+        platform.common(dump, tenants, carried),
     )
-
-
-def _common(
-    dump: Dump, tenants: list[TenantPlan], carried: list[tuple[LiveObject, str]]
-) -> dict[str, dict[str, dict[str, str]]]:
-    """Labels and annotations most live objects of a layer carry with the same value (a transformer of
-    the layer put them there): the tenant layer (the imported queues, their LocalQueues and claim
-    templates, built through the tenant Component) and the overlay (the platform objects and those
-    kept verbatim). The objects without one get a patch removing it. The pipeline's own bookkeeping
-    is left out (it renders that itself)."""
-    from gputenancy.adopt.compare import PIPELINE_ANNOTATIONS, PIPELINE_LABELS
-
-    namespaces = {ns for t in tenants for ns in t.settings["namespaces"]}
-    queues = {t.name for t in tenants}
-    kept = {o.key for o, _ in carried}
-    layers: dict[str, list[LiveObject]] = {"tenant": [], "platform": []}
-    for o in dump.objects:
-        if o.kind not in IMPORTED:
-            continue
-        if o.key in kept or o.kind not in ("ClusterQueue", "LocalQueue", "ResourceClaimTemplate"):
-            layers["platform"].append(o)
-        elif (o.kind == "ClusterQueue" and o.name in queues) or o.namespace in namespaces:
-            layers["tenant"].append(o)
-    out: dict[str, dict[str, dict[str, str]]] = {}
-    for layer, objects in layers.items():
-        out[layer] = {}
-        for key, own in (("labels", PIPELINE_LABELS), ("annotations", PIPELINE_ANNOTATIONS)):
-            counts: dict[tuple[str, str], int] = {}
-            for o in objects:
-                found = (o.body.get("metadata") or {}).get(key) or {}
-                for item in found.items() if isinstance(found, dict) else ():
-                    if isinstance(item[1], str):
-                        counts[item] = counts.get(item, 0) + 1
-            shared = {k: v for (k, v), n in counts.items() if n * 2 > len(objects)}
-            out[layer][key] = {
-                k: v
-                for k, v in sorted(shared.items())
-                if isinstance(v, str) and (k not in own or k == "gputenancy.io/cluster")
-            }
-    return out
 
 
 _RESERVED_BUILTIN = ("default", "kueue-system")
@@ -403,7 +296,7 @@ def _fair_sharing(spec: Mapping[str, Any], gap: Any) -> dict[str, Any]:
         return {}
     if set(fs) != {"weight"}:
         gap("spec.fairSharing", "the model holds only fairSharing.weight")
-    return {"fairSharingWeight": _amount_value(fs["weight"])}
+    return {"fairSharingWeight": amount_value(fs["weight"])}
 
 
 def _stop(spec: Mapping[str, Any], gap: Any) -> dict[str, Any]:
@@ -478,25 +371,16 @@ def _budget(groups: Sequence[Any], by_resource: Mapping[str, str], gap: Any) -> 
 
 
 def _amount(res: Mapping[str, Any]) -> Any:
-    nominal = _amount_value(res.get("nominalQuota", "0"))
+    nominal = amount_value(res.get("nominalQuota", "0"))
     borrowing, lending = res.get("borrowingLimit"), res.get("lendingLimit")
     if borrowing is None and lending is None:
         return nominal
     out: dict[str, Any] = {"nominal": nominal}
     if borrowing is not None:
-        out["borrowingLimit"] = _amount_value(borrowing)
+        out["borrowingLimit"] = amount_value(borrowing)
     if lending is not None:
-        out["lendingLimit"] = _amount_value(lending)
+        out["lendingLimit"] = amount_value(lending)
     return out
-
-
-def _amount_value(value: Any) -> Any:
-    """A quantity as a tenant file writes it: a whole number plain, the rest in canonical form."""
-    try:
-        text = quantity.canonical(value)
-    except (quantity.QuantityError, TypeError):
-        return str(value)
-    return int(text) if text.isdigit() and len(text) < 19 else text
 
 
 def _claim_templates(rcts: list[LiveObject], namespaces: list[str], gaps: list[Gap]) -> list[dict[str, Any]]:
@@ -547,193 +431,5 @@ def _claim_shape(body: Mapping[str, Any]) -> dict[str, Any] | None:
     if exactly.get("capacity") is not None:
         if set(exactly["capacity"]) != {"requests"} or not isinstance(capacity, dict):
             return None
-        out["capacity"] = {k: _amount_value(v) for k, v in capacity.items()}
+        out["capacity"] = {k: amount_value(v) for k, v in capacity.items()}
     return out
-
-
-# ------------------------------------------------------------------------------ the platform
-
-
-def _device_classes(
-    dump: Dump, config: Mapping[str, Any] | None, classes: dict[str, str]
-) -> list[dict[str, Any]]:
-    """Catalog candidates from the Configuration's deviceClassMappings (class -> quota resource) of the
-    shape the catalog renders (a name and its classes), with the CEL selectors of the DeviceClass
-    objects the dump holds (the pipeline renders those). Mappings of another shape (counters, sources)
-    stay in the Configuration."""
-    mappings = ((config or {}).get("resources") or {}).get("deviceClassMappings") or []
-    out: list[dict[str, Any]] = []
-    for m in mappings:
-        if not isinstance(m, dict) or set(m) != {"name", "deviceClassNames"}:
-            # charged another way (counters, sources): the mapping stays in the Configuration; the
-            # catalog names its classes (as the driver's), so claims for them are known
-            out += [
-                {"name": c, "resource": m.get("name"), "named": True}
-                for c in (m.get("deviceClassNames") or [])
-                if isinstance(m, dict) and c not in classes
-            ]
-            continue
-        for cls in m.get("deviceClassNames") or []:
-            if cls in classes:
-                continue
-            classes[cls] = m["name"]
-            entry: dict[str, Any] = {"name": cls, "resource": m["name"]}
-            live = dump.get("DeviceClass", cls)
-            selectors = _class_selectors(live) if live is not None else None
-            if selectors:
-                entry["selectors"] = selectors
-            out.append(entry)
-    return out
-
-
-def _classes_kept(
-    dump: Dump,
-    entries: list[dict[str, Any]],
-    tenants: list[TenantPlan],
-    gaps: list[Gap],
-    carried: list[tuple[LiveObject, str]],
-    skipped: list[tuple[LiveObject, str]],
-) -> list[dict[str, Any]]:
-    """The catalog entries a tenant uses (the pipeline maps only those); what becomes of each
-    DeviceClass object: rendered from the catalog (fields besides the selectors are gaps), the
-    driver's (no selectors in the catalog), or kept verbatim."""
-    used = {k for t in tenants for fb in t.budget for k in fb.get("devices") or {}}
-    used |= {c["deviceClass"] for t in tenants for c in t.claims}
-    kept = [e for e in entries if e["name"] in used and not e.get("named")]
-    kept += [{"name": e["name"], "resource": e["resource"]} for e in entries if e.get("named")]
-    rendered = {e["name"] for e in kept if "selectors" in e}
-    named = {e["name"] for e in kept}
-    for dc in dump.of_kind("DeviceClass"):
-        if dc.name in rendered:
-            for key in sorted(set(dc.body.get("spec") or {}) - {"selectors"}):
-                gaps.append(
-                    Gap(
-                        dc.kind,
-                        "",
-                        dc.name,
-                        f"spec.{key}",
-                        "the catalog renders a DeviceClass's CEL selectors only",
-                    )
-                )
-        elif dc.name in named:
-            skipped.append(
-                (dc, "the driver's DeviceClass (the catalog names it; the pipeline does not render it)")
-            )
-        else:
-            carried.append(
-                (dc, "Kueue maps no quota resource to it in the catalog's form (no selectors, or counters)")
-            )
-    return kept
-
-
-def _class_selectors(dc: LiveObject) -> list[str] | None:
-    spec = dc.body.get("spec") or {}
-    selectors = spec.get("selectors") or []
-    if not selectors:
-        return None
-    if any(set(s) != {"cel"} or set(s["cel"]) != {"expression"} for s in selectors):
-        return None
-    return [s["cel"]["expression"] for s in selectors]
-
-
-def _flavor(rf: LiveObject, gaps: list[Gap]) -> dict[str, Any]:
-    spec = rf.body.get("spec") or {}
-    out: dict[str, Any] = {"name": rf.name}
-    for key in ("nodeLabels", "nodeTaints", "tolerations"):
-        if spec.get(key):
-            out[key] = spec[key]
-    for key in sorted(set(spec) - {"nodeLabels", "nodeTaints", "tolerations"}):
-        gaps.append(
-            Gap(
-                rf.kind,
-                "",
-                rf.name,
-                f"spec.{key}",
-                "the model's flavors hold nodeLabels, nodeTaints, tolerations",
-            )
-        )
-    return out
-
-
-def _missing_flavors(dump: Dump) -> list[str]:
-    """Flavors the queues and cohorts name that have no ResourceFlavor object: the model lists them
-    (a budget names a flavor of the platform); the round trip removes the object the pipeline would
-    render, since the cluster has none."""
-    have = {o.name for o in dump.of_kind("ResourceFlavor")}
-    out: list[str] = []
-    for o in dump.of_kind("ClusterQueue", "Cohort"):
-        for group in (o.body.get("spec") or {}).get("resourceGroups") or []:
-            for flavor in group.get("flavors") or [] if isinstance(group, dict) else []:
-                name = flavor.get("name") if isinstance(flavor, dict) else None
-                if isinstance(name, str) and name not in have and name not in out:
-                    out.append(name)
-    return out
-
-
-def _cohorts(
-    dump: Dump, used: set[str], gaps: list[Gap], carried: list[tuple[LiveObject, str]]
-) -> list[dict[str, Any]]:
-    """Platform cohorts: those the queues name (with their parents), from their Cohort objects when the
-    dump holds them; a Cohort no queue reaches is carried (the pipeline renders cohorts in use)."""
-    live = {o.name: o for o in dump.of_kind("Cohort")}
-    reached: set[str] = set()
-    todo = sorted(used)
-    while todo:
-        name = todo.pop()
-        if name in reached:
-            continue
-        reached.add(name)
-        parent = (live[name].body.get("spec") or {}).get("parentName") if name in live else None
-        if isinstance(parent, str) and parent:
-            todo.append(parent)
-    out = []
-    for name in sorted(reached):
-        entry: dict[str, Any] = {"name": name}
-        obj = live.get(name)
-        if obj is not None:
-            spec = obj.body.get("spec") or {}
-            if spec.get("parentName"):
-                entry["parent"] = spec["parentName"]
-            weight = (spec.get("fairSharing") or {}).get("weight")
-            if weight is not None:
-                entry["fairSharingWeight"] = _amount_value(weight)
-            for key in sorted(set(spec) - {"parentName", "fairSharing"}):
-                gaps.append(
-                    Gap(
-                        "Cohort",
-                        "",
-                        name,
-                        f"spec.{key}",
-                        "the model's cohorts hold parent and fairSharingWeight",
-                    )
-                )
-        out.append(entry)
-    for name, obj in sorted(live.items()):
-        if name not in reached:
-            carried.append((obj, "no imported ClusterQueue is in it (the pipeline renders cohorts in use)"))
-    return out
-
-
-def _capacity(dump: Dump, flavors: list[str], notes: list[str]) -> tuple[list[dict[str, Any]], bool]:
-    """One capacity entry per flavor. The objects Kueue holds do not say what the nodes have: capacity
-    is declared unknown (empty entries, overcommit on) and said so; ResourceSlices, where the dump holds
-    them, are counted in the note (which flavor a node belongs to needs the Nodes' labels)."""
-    slices = dump.of_kind("ResourceSlice")
-    if slices:
-        devices: dict[str, int] = {}
-        for s in slices:
-            spec = s.body.get("spec") or {}
-            devices[str(spec.get("driver"))] = devices.get(str(spec.get("driver")), 0) + len(
-                spec.get("devices") or []
-            )
-        counted = ", ".join(f"{n} devices of driver {d}" for d, n in sorted(devices.items()))
-        notes.append(
-            f"capacity: the dump's ResourceSlices publish {counted}; which flavor each node belongs to "
-            "needs the Nodes' labels: fill in capacity[] of the overlay"
-        )
-    else:
-        notes.append(
-            "capacity: the dump holds no ResourceSlices and Kueue's objects do not say what the nodes "
-            "have: capacity is declared unknown (overcommit: true); fill in capacity[] of the overlay"
-        )
-    return [{"flavor": f} for f in flavors], False

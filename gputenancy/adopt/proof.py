@@ -12,7 +12,7 @@ from typing import Any
 
 from gputenancy import engine
 from gputenancy.adopt import compare
-from gputenancy.adopt.mapping import IMPORTED, Gap
+from gputenancy.adopt.records import IMPORTED, Gap
 from gputenancy.cluster.dump import Dump, LiveObject
 from gputenancy.common.findings import Finding
 

@@ -16,7 +16,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from gputenancy.adopt.compare import canonical_quantities
-from gputenancy.adopt.mapping import Adoption, Gap, TenantPlan, shown
+from gputenancy.adopt.records import Adoption, Gap, TenantPlan, shown
 from gputenancy.cluster.dump import LiveObject
 from gputenancy.cluster.normalise import strip_server
 
