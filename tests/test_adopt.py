@@ -386,3 +386,36 @@ def test_the_cli_import_then_render_then_check_is_clean(tmp_path: Path) -> None:
     assert main(["--root", str(root), "render"]) == 0
     assert main(["--root", str(root), "check"]) == 0
     subprocess.run(["git", "init", "-q", str(root)], check=True)
+
+
+# ------------------------------------------------------------------------------ --group
+
+
+def test_group_makes_one_tenant_of_several_queues_and_reports_what_it_changes(tmp_path: Path) -> None:
+    shared = shared_dir()
+    root = _new_repo(tmp_path)
+    dump = dumps.read_dump(shared / "clusters" / "brownfield" / "dumps" / "34-rhoai-workshop-gpu-teams.yaml")
+    options = importing.Options("c1", schemas=shared, allow_partial=True, groups=("research=team1,team2",))
+    outcome = importing.plan(root, dump, options)
+    assert not outcome.exact
+    verdicts = {r.shown(): r for r in outcome.results}
+    assert verdicts["ClusterQueue research"].verdict is Verdict.NEW
+    assert "grouped into tenant research" in verdicts["ClusterQueue team1"].why
+    assert [d.describe() for d in verdicts["LocalQueue team1-alpha-project/team1"].diffs] == [
+        "spec.clusterQueue: team1 -> research"
+    ]
+    output.write(root, outcome.files)
+    tenant = yaml.safe_load((root / "tenants" / "research.yaml").read_text())
+    assert tenant["namespaces"] == [
+        "team1-alpha-project",
+        "team1-beta-project",
+        "team2-alpha-project",
+        "team2-beta-project",
+    ]
+    h100 = tenant["budgets"]["clusters"]["c1"][0]
+    assert h100["flavor"] == "nvidia-h100-80gb" and h100["resources"]["nvidia.com/gpu"] == 8  # 2 + 6
+    assert not (root / "tenants" / "team1.yaml").exists()
+    assert main(["--root", str(root), "validate"]) == 0
+    with pytest.raises(PipelineError) as err:
+        importing.plan(root, dump, importing.Options("c2", groups=("research=team1,nope",)))
+    assert "no imported ClusterQueue nope" in err.value.findings[0].message

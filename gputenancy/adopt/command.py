@@ -46,6 +46,14 @@ def add_arguments(init_p: argparse.ArgumentParser, import_p: argparse.ArgumentPa
         "--owner", action="append", default=None, help="owners of new tenant files (repeatable)"
     )
     import_p.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="TEAM=QUEUE,QUEUE",
+        help="make these ClusterQueues one tenant TEAM (repeatable): a new queue TEAM replaces them, so the "
+        "round trip is not exact and only --allow-partial writes it",
+    )
+    import_p.add_argument(
         "--kueue-version", help="the cluster's Kueue (default: from the manager's image in the dump)"
     )
     import_p.add_argument("--kubernetes-version", help=f"default {repository.DEFAULT_KUBERNETES}")
@@ -89,6 +97,7 @@ def cmd_import(root: Path, args: argparse.Namespace, schemas: Path | None, emit:
             args.kubernetes_version,
             args.allow_partial,
             schemas,
+            tuple(args.group),
         )
         outcome = importing.plan(root, dump, options)
     except PipelineError as exc:
@@ -117,5 +126,10 @@ def cmd_import(root: Path, args: argparse.Namespace, schemas: Path | None, emit:
         return 0
     changed = output.write(root, outcome.files)
     emit(f"wrote {len(changed)} files: {', '.join(changed)}\n")
-    emit("next: python pipeline.py render, review the diff, commit; Argo CD then syncs with no change\n")
+    if outcome.exact:
+        emit("next: python pipeline.py render, review the diff, commit; Argo CD then syncs with no change\n")
+    else:
+        emit(
+            "next: python pipeline.py render, review the diff, commit; the differences above are what Argo CD will change\n"
+        )
     return 0

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gputenancy.adopt import compare, mapping, proof, records, repository, writing
+from gputenancy.adopt import compare, grouping, mapping, proof, records, repository, writing
 from gputenancy.cluster.dump import Dump, LiveObject
 from gputenancy.common.findings import Finding, Origin, PipelineError
 
@@ -37,6 +37,7 @@ class Options:
     kubernetes_version: str | None = None
     allow_partial: bool = False
     schemas: Path | None = None
+    groups: tuple[str, ...] = ()  # TEAM=QUEUE,QUEUE: the queues become one tenant (`grouping`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +83,9 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
     kueue, kubernetes, told_versions = repository.versions(
         dump, options.kueue_version, options.kubernetes_version
     )
+    groups, refused_groups = grouping.parse(options.groups)
+    if refused_groups:
+        raise PipelineError(refused_groups)
     adoption = mapping.adopt(
         dump,
         cluster,
@@ -89,6 +93,7 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
         kueue_version=kueue,
         kubernetes_version=kubernetes,
         versions_told=told_versions,
+        groups=groups,
     )
     collisions = repository.collisions(adoption, model)
     if collisions:
@@ -140,6 +145,7 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
         skipped=adoption.skipped,
         removed=removed,
         refused=refused,
+        replaced={q: team for team, queues in adoption.grouped.items() for q in queues},
     )
     config_result = proof.judge_config(adoption.config, first, f"overlays/{cluster}/cluster.yaml")
     if config_result is not None:
@@ -287,11 +293,15 @@ def _patches(
     platform: list[Patch] = []
     tenant: list[Patch] = []
     fields: dict[tuple[str, str, str], tuple[compare.FieldDiff, ...]] = {}
+    moved = {q for queues in adoption.grouped.values() for q in queues}  # what --group changes on purpose
+    teams = {ns for t in adoption.tenants if t.name in adoption.grouped for ns in t.settings["namespaces"]}
     for o in dump.objects:
         if o.kind not in records.IMPORTED or o.key in carried:
             continue
         found = rendered.objects.get(o.key)
-        if found is None:
+        if found is None or (
+            o.kind == "LocalQueue" and (o.body.get("spec") or {}).get("clusterQueue") in moved
+        ):
             continue
         pointed = compare.pointed(o.body, found, rendered.crd_dir)
         diffs = tuple(p.diff for p in pointed)
@@ -306,7 +316,12 @@ def _patches(
         (tenant if o.kind in proof.TENANT_KINDS else platform).append((o, why, ops))
     live = {o.key for o in dump.objects}
     for key, body in sorted(rendered.objects.items()):
-        if key in live or key[0] not in records.IMPORTED:
+        if (
+            key in live
+            or key[0] not in records.IMPORTED
+            or (key[0] == "ClusterQueue" and key[2] in adoption.grouped)
+            or key[1] in teams
+        ):
             continue
         ghost = LiveObject(str(body.get("apiVersion")), *key, body, "", 0)
         why = [records.Gap(*key, "(the object)", "the model renders it; the cluster has none")]

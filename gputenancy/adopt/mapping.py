@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gputenancy.adopt import platform
+from gputenancy.adopt import grouping, platform
 from gputenancy.adopt.records import (
     CARRIED_KINDS,
     IMPORTED,
@@ -28,7 +28,7 @@ from gputenancy.adopt.records import (
     shown,
 )
 from gputenancy.cluster.dump import Dump, LiveObject
-from gputenancy.common.findings import Finding
+from gputenancy.common.findings import Finding, PipelineError
 from gputenancy.render.manifests import PREEMPTION
 
 
@@ -96,9 +96,11 @@ def adopt(
     kueue_version: str,
     kubernetes_version: str,
     versions_told: Sequence[str] = (),
+    groups: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Adoption:
     """The inputs that render `dump`'s objects on `cluster`. `catalog`: device class -> quota resource
-    already in the repository (the live mappings are added)."""
+    already in the repository (the live mappings are added); `groups`: team -> the queues that become
+    its one tenant (`grouping`). Raises PipelineError when a group cannot be one tenant."""
     gaps: list[Gap] = []
     notes = list(versions_told)
     carried: list[tuple[LiveObject, str]] = []
@@ -142,6 +144,10 @@ def adopt(
         allowed.update(ns for ns in plan.settings["namespaces"] if _reserved(ns))
         if "cohort" in plan.settings:
             cohort_names.add(plan.settings["cohort"])
+    if groups:
+        tenants, refused = grouping.merge(tenants, groups)
+        if refused:
+            raise PipelineError(refused)
     claimed = {
         (c["name"], ns)
         for t in tenants
@@ -179,6 +185,7 @@ def adopt(
         tuple(notes),
         known,
         platform.common(dump, tenants, carried),
+        dict(groups or {}),
     )
 
 

@@ -87,6 +87,7 @@ def judge(
     skipped: Sequence[tuple[LiveObject, str]],
     removed: set[tuple[str, str, str]] = frozenset(),  # type: ignore[assignment]
     refused: Mapping[tuple[str, str, str], str] | None = None,
+    replaced: Mapping[str, str] | None = None,
 ) -> list[ObjectResult]:
     """One result per live object (and per rendered object the cluster does not hold). `carried`: key ->
     (why, file); `patched`: key -> the file whose patch carries its unexpressed fields."""
@@ -116,6 +117,9 @@ def judge(
             why = "not in the repository: it stays on the cluster, unmanaged (Argo CD prunes only what it tracks)"
             if refused and o.key in refused:
                 why = f"cannot be kept verbatim, the post-build checks refuse it: {refused[o.key]}; {why}"
+            if replaced and o.kind == "ClusterQueue" and o.name in replaced:
+                team = replaced[o.name]
+                why = f"grouped into tenant {team} (--group): ClusterQueue {team} takes its place; {why}"
             out.append(ObjectResult(o.kind, o.namespace, o.name, Verdict.DIFFERENT, why=why))
             continue
         diffs = compare.compare(o.body, found, rendered.crd_dir)
@@ -144,7 +148,10 @@ def judge(
             out.append(ObjectResult(o.kind, o.namespace, o.name, Verdict.EXACT))
     for key in sorted(rendered.objects):
         if key not in seen and key[0] in IMPORTED:
-            out.append(ObjectResult(*key, Verdict.NEW, why="Argo CD would create it"))
+            why = "Argo CD would create it"
+            if replaced and key[0] == "ClusterQueue" and key[2] in set(replaced.values()):
+                why += ": the queue of a group (--group)"
+            out.append(ObjectResult(*key, Verdict.NEW, why=why))
     return out
 
 

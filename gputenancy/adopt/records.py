@@ -84,6 +84,7 @@ class Adoption:
     common: Mapping[str, Mapping[str, Mapping[str, str]]] = dataclasses.field(default_factory=dict)
     """"tenant" / "platform" -> "labels" / "annotations" -> what most such live objects carry alike (an
     overlay's or tenant Component's transformers put it there): the imported kustomizations set it."""
+    grouped: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # team -> its queues
 
 
 def shown(o: LiveObject) -> str:
