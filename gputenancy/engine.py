@@ -242,7 +242,7 @@ def _run(
             else:
                 running = build.Build(None, platform)
             groups = {
-                i: running.add(render_tenant(t, c, catalog))
+                i: running.add(render_tenant(t, c, catalog, model.platform.queue_defaults))
                 for i, t in enumerate(tenants)
                 if i not in finished
             }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trees
@@ -18,6 +19,14 @@ def _rename_lab(root: Path, new: str = "dev") -> None:
     shutil.move(root / "overlays/lab", root / f"overlays/{new}")
     trees.edit(root, f"overlays/{new}/cluster.yaml", lambda d: d.update(name=new))
     trees.edit(root, "tenants/sandbox.yaml", lambda d: d.update(clusters=[new]))
+
+    def cohort(d: dict[str, Any]) -> None:  # the quota a cohort holds on the cluster moves with it
+        for co in d["cohorts"]:
+            held = co.get("budgets", {}).get("clusters", {})
+            if "lab" in held:
+                held[new] = held.pop("lab")
+
+    trees.edit(root, "base/platform.yaml", cohort)
 
 
 def _argocd(root: Path, cluster: str, **dest: str) -> None:

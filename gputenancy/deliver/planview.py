@@ -108,7 +108,12 @@ def _grant_lines(plan: Plan, cluster: str) -> list[str]:
     lines += [
         f"  affected on {cluster} (tenants the change does not touch; reach through the cohort):"
     ] * bool(affected)
-    return lines + [f"    {x}" for x in affected]
+    lines += [f"    {x}" for x in affected]
+    tree = [x for d in plan.pools if d.cluster == cluster for x in budgetdiff.tree_lines(d)]
+    lines += [f"  budget tree on {cluster} (cohorts' own quota, what they hold with members, reach):"] * bool(
+        tree
+    )
+    return lines + [f"    {x}" for x in tree]
 
 
 def summary(plan: Plan) -> str:

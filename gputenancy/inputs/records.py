@@ -14,6 +14,7 @@ from gputenancy.inputs.amount import Amount as Amount
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.hami import HamiBudget, HamiCapacity, HamiDevice, VgpuTemplate
 from gputenancy.inputs.multikueue import MultiKueue
+from gputenancy.inputs.queuepolicy import AdmissionCheckDef, QueuePolicy
 
 API_VERSION = "gputenancy.io/v1"
 DEFAULT_KUEUE_NAMESPACE = "kueue-system"
@@ -29,6 +30,8 @@ class FlavorBudget:
     resources: tuple[tuple[str, Amount], ...]
     origin: Origin
     hami: HamiBudget | None = None  # classic HAMi vGPUs (gputenancy.inputs.hami)
+    group: str | None = None  # `resourceGroup`: the Kueue resource group it belongs to (None: the one group)
+    group_origin: Origin | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +71,12 @@ class Tenant:
     cohort_origin: Origin
     cluster_origins: tuple[Origin, ...] = ()  # of each entry of `clusters`
     vgpu_templates: tuple[VgpuTemplate, ...] = ()
+    # what the file states of its queues' policy (inputs.queuepolicy)
+    policy: QueuePolicy = dataclasses.field(default_factory=QueuePolicy)
+    # namespaceSelector.matchLabels (None: the namespaces by name) and the labels its namespaces carry
+    namespace_selector: Mapping[str, str] | None = None
+    namespace_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    selector_origin: Origin | None = None
 
     def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...] | None:
         return self.cluster_budgets.get(cluster, self.default_budget)
@@ -113,6 +122,13 @@ class Cohort:
     parent: str | None
     weight: quantity.Quantity | None
     origin: Origin
+    # the quota the cohort itself holds (Kueue Cohort spec.resourceGroups), per cluster (`budgets.clusters`)
+    cluster_budgets: Mapping[str, tuple[FlavorBudget, ...]] = dataclasses.field(default_factory=dict)
+    parent_origin: Origin | None = None  # of `parent`, when set
+
+    def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...]:
+        """The quota the cohort holds on `cluster` (none: an empty tuple)."""
+        return self.cluster_budgets.get(cluster, ())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +167,9 @@ class Platform:
     allowed_namespaces: tuple[str, ...] = ()  # tenantNamespaces.allowed: exempt from it
     hami: Mapping[str, HamiDevice] = dataclasses.field(default_factory=dict)
     kueue_manifests_url: str | None = None  # `schemas fetch` URL template ({version})
+    # `queueDefaults`: every tenant's unless it states its own
+    queue_defaults: QueuePolicy = dataclasses.field(default_factory=QueuePolicy)
+    admission_checks: Mapping[str, AdmissionCheckDef] = dataclasses.field(default_factory=dict)
 
 
 DEFAULT_POD_REQUESTS = (("cpu", "100m"), ("memory", "128Mi"))

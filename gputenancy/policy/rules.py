@@ -16,12 +16,16 @@ from gputenancy.policy import (
     boundary,
     budgets,
     capacity,
+    cohorts,
     destinations,
     devices,
     draquota,
     fleet,
     hami,
+    namespacelabels,
     placement,
+    queuepolicy,
+    resourcegroups,
     versionrules,
 )
 from gputenancy.policy.catalog import Catalog as Catalog
@@ -70,6 +74,12 @@ RULES: dict[str, Rule] = {
     "fleet-quota-automation": fleet.fleet_quota_automation,
     "fleet-claim-template": fleet.fleet_claim_template,
     "fleet-budget": fleet.fleet_budget,
+    "cohort-budget": cohorts.cohort_budget,
+    "cohort-limits": cohorts.cohort_limits,
+    "budget-resource-groups": resourcegroups.budget_resource_groups,
+    "queue-policy": queuepolicy.queue_policy,
+    "admission-check": queuepolicy.admission_check,
+    "namespace-selector": namespacelabels.namespace_selector,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 
