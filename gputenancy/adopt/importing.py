@@ -95,7 +95,7 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
         versions_told=told_versions,
         groups=groups,
     )
-    collisions = repository.collisions(adoption, model)
+    collisions = repository.collisions(adoption, model, root)
     if collisions:
         raise PipelineError(collisions)
     owners = options.owners or tuple(model.platform.owners or ()) or ("@platform-team",)

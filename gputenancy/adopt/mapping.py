@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gputenancy.adopt import grouping, platform
+from gputenancy.adopt.quota import budget
 from gputenancy.adopt.records import (
     CARRIED_KINDS,
     IMPORTED,
@@ -136,8 +137,9 @@ def adopt(
     allowed: set[str] = set()
     cohort_names: set[str] = set()
     owned: set[str] = set()
+    fungibility = _fungibility_default(kueue_version)
     for cq in queues:
-        plan = _tenant(cq, locals_of.get(cq.name, []), claims, by_resource, gaps, carried, owned)
+        plan = _tenant(cq, locals_of.get(cq.name, []), claims, by_resource, gaps, carried, owned, fungibility)
         if plan is None:
             continue
         tenants.append(plan)
@@ -158,7 +160,7 @@ def adopt(
         if (rct.name, rct.namespace) not in claimed:
             carried.append((rct, "no tenant's claim templates can express it (see the notes)"))
     device_classes = platform.classes_kept(dump, candidates, tenants, gaps, carried, skipped)
-    cohorts = platform.cohorts(dump, cohort_names, gaps, carried)
+    cohorts = platform.cohorts(dump, cohort_names, gaps, carried, cluster, by_resource)
     flavors = [platform.flavor(rf, gaps) for rf in dump.of_kind("ResourceFlavor")]
     flavors += [{"name": n} for n in platform.missing_flavors(dump)]
     capacity, known = platform.capacity(dump, [f["name"] for f in flavors], notes)
@@ -192,6 +194,16 @@ def adopt(
 _RESERVED_BUILTIN = ("default", "kueue-system")
 
 
+def _fungibility_default(kueue_version: str) -> Mapping[str, Any]:
+    from gputenancy.versions import kueue
+
+    try:
+        found = kueue.for_version(kueue_version).object_defaults["ClusterQueue"]["flavorFungibility"]
+    except (kueue.UnsupportedVersion, KeyError):
+        return {}
+    return dict(found)
+
+
 def _reserved(namespace: str) -> bool:
     return namespace in _RESERVED_BUILTIN
 
@@ -207,6 +219,7 @@ def _tenant(
     gaps: list[Gap],
     carried: list[tuple[LiveObject, str]],
     owned: set[str],
+    fungibility: Mapping[str, Any],
 ) -> TenantPlan | None:
     spec = cq.body.get("spec") or {}
 
@@ -226,18 +239,19 @@ def _tenant(
     if isinstance(cohort, str) and cohort:
         settings["cohort"] = cohort
     settings.update(_preemption(spec, gap))
+    settings.update(_flavor_fungibility(spec, fungibility))
     settings.update(_fair_sharing(spec, gap))
     strategy = spec.get("queueingStrategy")
     if strategy == "StrictFIFO":
         settings["queueingStrategy"] = "StrictFIFO"
     settings.update(_stop(spec, gap))
     _unexpressed_queue_fields(spec, gap)
-    budget = _budget(spec.get("resourceGroups") or [], by_resource, gap)
+    quota = budget(spec.get("resourceGroups") or [], by_resource)
     mine = [c for c in claims if c.namespace in namespaces]
     templates = [
         t for t in _claim_templates(mine, namespaces, gaps) if t["deviceClass"] in by_resource.values()
     ]
-    return TenantPlan(cq.name, settings, tuple(budget), tuple(templates), cq)
+    return TenantPlan(cq.name, settings, tuple(quota), tuple(templates), cq)
 
 
 def _namespaces(
@@ -283,18 +297,37 @@ def _namespaces(
 
 
 def _preemption(spec: Mapping[str, Any], gap: Any) -> dict[str, Any]:
+    """A preset where the live policy is one; Kueue's own fields otherwise (`preemption` as an object)."""
     live = spec.get("preemption") or {}
+    borrow = live.get("borrowWithinCohort") or {}
     shape = {
         "reclaimWithinCohort": live.get("reclaimWithinCohort", "Never"),
         "withinClusterQueue": live.get("withinClusterQueue", "Never"),
-        "borrowWithinCohort": (live.get("borrowWithinCohort") or {}).get("policy", "Never"),
+        "borrowWithinCohort": borrow.get("policy", "Never"),
     }
-    extra = set(live.get("borrowWithinCohort") or {}) - {"policy"}
-    for preset, values in PREEMPTION.items():
-        if values == shape and not extra:
-            return {} if preset == "none" else {"preemption": preset}
-    gap("spec.preemption", "not one of the model's presets (none, within-queue, reclaim, borrow)")
-    return {}
+    if set(borrow) <= {"policy"}:
+        for preset, values in PREEMPTION.items():
+            if values == shape:
+                return {} if preset == "none" else {"preemption": preset}
+    if set(live) - {"reclaimWithinCohort", "withinClusterQueue", "borrowWithinCohort"} or set(borrow) - {
+        "policy",
+        "maxPriorityThreshold",
+    }:
+        gap("spec.preemption", "fields the model's preemption has no key for")
+        return {}
+    written: dict[str, Any] = {k: shape[k] for k in ("reclaimWithinCohort", "withinClusterQueue")}
+    written["borrowWithinCohort"] = {"policy": shape["borrowWithinCohort"]}
+    if "maxPriorityThreshold" in borrow:
+        written["borrowWithinCohort"]["maxPriorityThreshold"] = borrow["maxPriorityThreshold"]
+    return {"preemption": written}
+
+
+def _flavor_fungibility(spec: Mapping[str, Any], default: Mapping[str, Any]) -> dict[str, Any]:
+    """Kueue's flavorFungibility where it is not the version's default."""
+    live = spec.get("flavorFungibility")
+    if not isinstance(live, dict) or {**default, **live} == dict(default):
+        return {}
+    return {"flavorFungibility": dict(live)}
 
 
 def _fair_sharing(spec: Mapping[str, Any], gap: Any) -> dict[str, Any]:
@@ -310,8 +343,10 @@ def _stop(spec: Mapping[str, Any], gap: Any) -> dict[str, Any]:
     stop = spec.get("stopPolicy", "None")
     if stop == "HoldAndDrain":
         return {"state": "draining"}
+    if stop == "Hold":
+        return {"stopPolicy": "Hold"}
     if stop != "None":
-        gap("spec.stopPolicy", f"stopPolicy {stop} (the model has active and draining)")
+        gap("spec.stopPolicy", f"stopPolicy {stop}")
     return {}
 
 
@@ -325,14 +360,11 @@ def _unexpressed_queue_fields(spec: Mapping[str, Any], gap: Any) -> None:
     ):
         if field in spec:
             gap(f"spec.{field}", "the model has no key for it")
-    groups = spec.get("resourceGroups") or []
-    if len(groups) > 1:
-        gap("spec.resourceGroups", "the model renders one resource group covering every resource")
-    elif groups and isinstance(groups[0], dict):
-        covered = list(groups[0].get("coveredResources") or [])
+    for gi, group in enumerate(spec.get("resourceGroups") or []):
+        covered = list(group.get("coveredResources") or []) if isinstance(group, dict) else []
         if covered != sorted(covered, key=_resource_order):
             gap(
-                "spec.resourceGroups[0]",
+                f"spec.resourceGroups[{gi}]",
                 "the model orders covered resources cpu, memory, ephemeral-storage, pods, then by name",
             )
 
@@ -340,54 +372,6 @@ def _unexpressed_queue_fields(spec: Mapping[str, Any], gap: Any) -> None:
 def _resource_order(name: str) -> tuple[int, str]:
     core = ("cpu", "memory", "ephemeral-storage", "pods")
     return (core.index(name) if name in core else len(core), name)
-
-
-def _budget(groups: Sequence[Any], by_resource: Mapping[str, str], gap: Any) -> list[dict[str, Any]]:
-    """Flavor budgets, flavors in the live order; devices by DeviceClass where the catalog maps the
-    resource, the others as resources. A resource zero in every flavor is written once, so the queue
-    still covers it."""
-    out: list[dict[str, Any]] = []
-    covered: list[str] = []
-    written: set[str] = set()
-    for group in groups:
-        if not isinstance(group, dict):
-            continue
-        covered += [r for r in group.get("coveredResources") or [] if r not in covered]
-        for flavor in group.get("flavors") or []:
-            entry: dict[str, Any] = {"flavor": flavor.get("name")}
-            for res in flavor.get("resources") or []:
-                name = res.get("name")
-                amount = _amount(res)
-                if amount == 0:
-                    continue
-                written.add(name)
-                section = "devices" if name in by_resource else "resources"
-                key = by_resource.get(name, name)
-                entry.setdefault(section, {})[key] = amount
-            out.append(entry)
-    for name in covered:
-        if name not in written and out:
-            section = "devices" if name in by_resource else "resources"
-            out[0].setdefault(section, {})[by_resource.get(name, name)] = 0
-    for entry in out:  # a flavor with nothing but zeros: one of them written, so the flavor is listed
-        if len(entry) == 1 and covered:
-            name = covered[0]
-            section = "devices" if name in by_resource else "resources"
-            entry[section] = {by_resource.get(name, name): 0}
-    return out
-
-
-def _amount(res: Mapping[str, Any]) -> Any:
-    nominal = amount_value(res.get("nominalQuota", "0"))
-    borrowing, lending = res.get("borrowingLimit"), res.get("lendingLimit")
-    if borrowing is None and lending is None:
-        return nominal
-    out: dict[str, Any] = {"nominal": nominal}
-    if borrowing is not None:
-        out["borrowingLimit"] = amount_value(borrowing)
-    if lending is not None:
-        out["lendingLimit"] = amount_value(lending)
-    return out
 
 
 def _claim_templates(rcts: list[LiveObject], namespaces: list[str], gaps: list[Gap]) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gputenancy.adopt.quota import budget
 from gputenancy.adopt.records import IMPORTED, Gap, TenantPlan, amount_value
 from gputenancy.cluster.dump import Dump, LiveObject
 
@@ -127,13 +128,20 @@ def missing_flavors(dump: Dump) -> list[str]:
 
 
 def cohorts(
-    dump: Dump, used: set[str], gaps: list[Gap], carried: list[tuple[LiveObject, str]]
+    dump: Dump,
+    used: set[str],
+    gaps: list[Gap],
+    carried: list[tuple[LiveObject, str]],
+    cluster: str,
+    by_resource: Mapping[str, str],
 ) -> list[dict[str, Any]]:
-    """Platform cohorts: those the queues name (with their parents), from their Cohort objects when the
-    dump holds them; a Cohort no queue reaches is carried (the pipeline renders cohorts in use)."""
+    """Platform cohorts: those the queues name and those holding quota of their own (`budgets` on this
+    cluster, from the Cohort's resourceGroups), with their parents; from their Cohort objects when the
+    dump holds them. A Cohort neither reaches is carried (the pipeline renders cohorts in use)."""
     live = {o.name: o for o in dump.of_kind("Cohort")}
+    holding = {n for n, o in live.items() if (o.body.get("spec") or {}).get("resourceGroups")}
     reached: set[str] = set()
-    todo = sorted(used)
+    todo = sorted(used | holding)
     while todo:
         name = todo.pop()
         if name in reached:
@@ -153,20 +161,28 @@ def cohorts(
             weight = (spec.get("fairSharing") or {}).get("weight")
             if weight is not None:
                 entry["fairSharingWeight"] = amount_value(weight)
-            for key in sorted(set(spec) - {"parentName", "fairSharing"}):
+            groups = spec.get("resourceGroups")
+            if groups:
+                entry["budgets"] = {"clusters": {cluster: budget(groups, by_resource)}}
+            for key in sorted(set(spec) - {"parentName", "fairSharing", "resourceGroups"}):
                 gaps.append(
                     Gap(
                         "Cohort",
                         "",
                         name,
                         f"spec.{key}",
-                        "the model's cohorts hold parent and fairSharingWeight",
+                        "the model's cohorts hold parent, fairSharingWeight and budgets",
                     )
                 )
         out.append(entry)
     for name, obj in sorted(live.items()):
         if name not in reached:
-            carried.append((obj, "no imported ClusterQueue is in it (the pipeline renders cohorts in use)"))
+            carried.append(
+                (
+                    obj,
+                    "no imported ClusterQueue is in it, and it holds no quota (the pipeline renders cohorts in use)",
+                )
+            )
     return out
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from gputenancy.adopt import records
 from gputenancy.cluster.dump import Dump
@@ -39,9 +42,23 @@ def versions(dump: Dump, kueue: str | None, kubernetes: str | None) -> tuple[str
     return kueue, kubernetes, told
 
 
-def collisions(adoption: records.Adoption, model: Any) -> list[Finding]:
+SETTINGS = (
+    "namespaces",
+    "localQueueName",
+    "cohort",
+    "preemption",
+    "flavorFungibility",
+    "fairSharingWeight",
+    "queueingStrategy",
+    "state",
+    "stopPolicy",
+)
+"""What a tenant file states for every cluster alike: a queue imported into an existing tenant must agree."""
+
+
+def collisions(adoption: records.Adoption, model: Any, root: Path) -> list[Finding]:
     """Queues that would collide with what the repository holds: a tenant of the same name with other
-    settings, a namespace another tenant owns."""
+    settings (as its file writes them), a namespace another tenant owns."""
     out: list[Finding] = []
     tenants = {t.name: t for t in model.tenants}
     owner = {ns: t.name for t in model.tenants for ns, _ in t.namespaces}
@@ -49,24 +66,10 @@ def collisions(adoption: records.Adoption, model: Any) -> list[Finding]:
         here = plan_.queue.origin
         existing = tenants.get(plan_.name)
         if existing is not None:
-            s = plan_.settings
-            theirs = {
-                "namespaces": sorted(ns for ns, _ in existing.namespaces),
-                "localQueueName": existing.local_queue,
-                "cohort": existing.cohort,
-                "preemption": existing.preemption,
-                "queueingStrategy": existing.queueing_strategy,
-                "state": existing.state,
-            }
-            mine = {
-                "namespaces": sorted(s["namespaces"]),
-                "localQueueName": s.get("localQueueName", plan_.name),
-                "cohort": s.get("cohort"),
-                "preemption": s.get("preemption", "none"),
-                "queueingStrategy": s.get("queueingStrategy", "BestEffortFIFO"),
-                "state": s.get("state", "active"),
-            }
-            differ = [k for k in theirs if theirs[k] != mine[k]]
+            doc = yaml.safe_load((root / existing.path).read_text(encoding="utf-8")) or {}
+            theirs = {k: _plain_setting(k, doc.get(k)) for k in SETTINGS}
+            mine = {k: _plain_setting(k, plan_.settings.get(k)) for k in SETTINGS}
+            differ = [k for k in SETTINGS if theirs[k] != mine[k]]
             if differ:
                 out.append(
                     here.finding(
@@ -92,6 +95,17 @@ def collisions(adoption: records.Adoption, model: Any) -> list[Finding]:
                     )
                 )
     return out
+
+
+def _plain_setting(key: str, value: Any) -> Any:
+    """A tenant setting compared as it means: namespaces as a set, defaults as absent, weights canonical."""
+    if key == "namespaces":
+        return sorted(value or [])
+    if value in (None, "none", "active", "BestEffortFIFO", "None"):
+        return None
+    if key == "fairSharingWeight":
+        return records.amount_value(value)
+    return value
 
 
 def config_over_base(

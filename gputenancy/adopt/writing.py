@@ -143,6 +143,7 @@ def platform_file(text: str, adoption: Adoption) -> tuple[str, list[str]]:
         names = {e.get("name") for e in have or []}
         for entry in entries:
             if entry["name"] in names:
+                _add_cohort_budget(have, entry, adoption.cluster, told)
                 continue
             if have is None:
                 have = doc[key] = CommentedSeq()
@@ -160,6 +161,18 @@ def platform_file(text: str, adoption: Adoption) -> tuple[str, list[str]]:
     out = io.StringIO()
     y.dump(doc, out)
     return out.getvalue(), told
+
+
+def _add_cohort_budget(have: Any, entry: Mapping[str, Any], cluster: str, told: list[str]) -> None:
+    """An existing cohort holding quota on the imported cluster too: its budgets.clusters.<cluster>."""
+    quota = (entry.get("budgets") or {}).get("clusters", {}).get(cluster)
+    if quota is None:
+        return
+    (existing,) = [e for e in have if e.get("name") == entry["name"]]
+    budgets = existing.setdefault("budgets", CommentedMap())
+    per = budgets.setdefault("clusters", CommentedMap())
+    per[cluster] = _plain(quota)
+    told.append(f"base/platform.yaml: cohort {entry['name']}: budget for {cluster} added")
 
 
 def cluster_file(
