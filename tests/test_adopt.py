@@ -6,6 +6,7 @@ API server output), the real kustomize through the engine, the Kueue CRDs of ../
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -223,7 +224,8 @@ def test_a_second_cluster_adds_its_budgets_and_keeps_comments_and_order(tmp_path
 
 
 def _minimal_dump(items: list[dict[str, object]]) -> str:
-    return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items})
+    # through JSON: objects shared between items are written out, never as YAML aliases (refused)
+    return yaml.safe_dump(json.loads(json.dumps({"apiVersion": "v1", "kind": "List", "items": items})))
 
 
 CQ = {
@@ -419,3 +421,56 @@ def test_group_makes_one_tenant_of_several_queues_and_reports_what_it_changes(tm
     with pytest.raises(PipelineError) as err:
         importing.plan(root, dump, importing.Options("c2", groups=("research=team1,nope",)))
     assert "no imported ClusterQueue nope" in err.value.findings[0].message
+
+
+def test_selectors_by_label_become_tenant_keys_or_patches_where_the_model_refuses_them(
+    tmp_path: Path,
+) -> None:
+    shared = shared_dir()
+
+    def queue(name: str, labels: dict[str, str]) -> dict[str, object]:
+        spec = dict(CQ["spec"])  # type: ignore[arg-type]
+        return {
+            **CQ,
+            "metadata": {"name": name},
+            "spec": {**spec, "namespaceSelector": {"matchLabels": labels}},
+        }
+
+    def local(namespace: str, queue_name: str) -> dict[str, object]:
+        return {**LQ, "metadata": {"name": "q", "namespace": namespace}, "spec": {"clusterQueue": queue_name}}
+
+    own = [
+        RF,
+        queue("team-a", {"team": "a"}),
+        queue("team-b", {"team": "b"}),
+        local("ns-a", "team-a"),
+        local("ns-b", "team-b"),
+    ]
+    (tmp_path / "own.yaml").write_text(_minimal_dump(own))
+    root = _new_repo(tmp_path / "own")
+    outcome = importing.plan(
+        root, dumps.read_dump(tmp_path / "own.yaml"), importing.Options("c1", schemas=shared)
+    )
+    assert outcome.exact and {r.verdict for r in outcome.results} == {Verdict.EXACT}
+    output.write(root, outcome.files)
+    tenant = yaml.safe_load((root / "tenants" / "team-a.yaml").read_text())
+    assert tenant["namespaceSelector"] == {"matchLabels": {"team": "a"}} and tenant["namespaceLabels"] == {
+        "team": "a"
+    }
+    # one label selecting both teams' namespaces: the model refuses it, the selectors are carried as patches
+    shared_label = [
+        RF,
+        queue("team-a", {"gpu": "yes"}),
+        queue("team-b", {"gpu": "yes"}),
+        local("ns-a", "team-a"),
+        local("ns-b", "team-b"),
+    ]
+    (tmp_path / "shared.yaml").write_text(_minimal_dump(shared_label))
+    root = _new_repo(tmp_path / "shared")
+    outcome = importing.plan(
+        root, dumps.read_dump(tmp_path / "shared.yaml"), importing.Options("c1", schemas=shared)
+    )
+    assert outcome.exact
+    verdicts = {r.shown(): r for r in outcome.results}
+    assert verdicts["ClusterQueue team-a"].verdict is Verdict.PATCHED
+    assert "spec.namespaceSelector" in verdicts["ClusterQueue team-a"].why

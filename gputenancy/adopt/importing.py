@@ -86,37 +86,34 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
     groups, refused_groups = grouping.parse(options.groups)
     if refused_groups:
         raise PipelineError(refused_groups)
-    adoption = mapping.adopt(
-        dump,
-        cluster,
-        catalog=catalog,
-        kueue_version=kueue,
-        kubernetes_version=kubernetes,
-        versions_told=told_versions,
-        groups=groups,
-    )
-    collisions = repository.collisions(adoption, model, root)
-    if collisions:
-        raise PipelineError(collisions)
     owners = options.owners or tuple(model.platform.owners or ()) or ("@platform-team",)
-    source = Path(dump.path).name
-    files, told = writing.tenant_files(adoption, root, owners, source)
-    platform_text, more = writing.platform_file(
-        (root / "base/platform.yaml").read_text(encoding="utf-8"), adoption
-    )
-    files["base/platform.yaml"] = platform_text.encode()
-    told += more
-    base_config = dict(model.platform.kueue_config.data)
-    overlay_config, gates = repository.config_over_base(adoption.config, base_config, catalog, adoption)
-    files[f"overlays/{cluster}/cluster.yaml"] = writing.cluster_file(
-        adoption, overlay_config, gates, source
-    ).encode()
     with tempfile.TemporaryDirectory(prefix="gputenancy-import-") as tmp:
         stage = Path(tmp)
-        for name in _STAGED:
-            if (root / name).is_dir():
-                shutil.copytree(root / name, stage / name, symlinks=False)
-        first, adoption, refused, carried = _render_carrying(stage, files, adoption, options)
+        # namespaces by label where the live selectors use labels; if the model's rules refuse that
+        # (two tenants' selectors fitting one namespace), by name, the selectors carried as patches
+        for by_label in (True, False):
+            adoption = mapping.adopt(
+                dump,
+                cluster,
+                catalog=catalog,
+                kueue_version=kueue,
+                kubernetes_version=kubernetes,
+                versions_told=told_versions,
+                groups=groups,
+                by_label=by_label,
+            )
+            collisions = repository.collisions(adoption, model, root)
+            if collisions:
+                raise PipelineError(collisions)
+            files, told = _inputs(root, model, catalog, adoption, owners, Path(dump.path).name)
+            for name in _STAGED:
+                shutil.rmtree(stage / name, ignore_errors=True)
+                if (root / name).is_dir():
+                    shutil.copytree(root / name, stage / name, symlinks=False)
+            first, adoption, refused, carried = _render_carrying(stage, files, adoption, options)
+            labelled = any("namespaceSelector" in t.settings for t in adoption.tenants)
+            if not first.failed or not labelled:
+                break
         if first.failed:
             return Outcome((), files, tuple(told), adoption.notes, first.findings)
         platform_patches, tenant_patches, fields = _patches(dump, first, adoption)
@@ -151,6 +148,29 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
     if config_result is not None:
         results.append(config_result)
     return Outcome(tuple(results), files, tuple(told), adoption.notes, first.findings)
+
+
+def _inputs(
+    root: Path,
+    model: Any,
+    catalog: Mapping[str, str],
+    adoption: records.Adoption,
+    owners: tuple[str, ...],
+    source: str,
+) -> tuple[dict[str, bytes], list[str]]:
+    """The tenant files, base/platform.yaml and the cluster's cluster.yaml, and what each got."""
+    files, told = writing.tenant_files(adoption, root, owners, source)
+    platform_text, more = writing.platform_file(
+        (root / "base/platform.yaml").read_text(encoding="utf-8"), adoption
+    )
+    files["base/platform.yaml"] = platform_text.encode()
+    told += more
+    base_config = dict(model.platform.kueue_config.data)
+    overlay_config, gates = repository.config_over_base(adoption.config, base_config, catalog, adoption)
+    files[f"overlays/{adoption.cluster}/cluster.yaml"] = writing.cluster_file(
+        adoption, overlay_config, gates, source
+    ).encode()
+    return files, told
 
 
 def _render_carrying(

@@ -98,6 +98,7 @@ def adopt(
     kubernetes_version: str,
     versions_told: Sequence[str] = (),
     groups: Mapping[str, tuple[str, ...]] | None = None,
+    by_label: bool = True,
 ) -> Adoption:
     """The inputs that render `dump`'s objects on `cluster`. `catalog`: device class -> quota resource
     already in the repository (the live mappings are added); `groups`: team -> the queues that become
@@ -139,7 +140,9 @@ def adopt(
     owned: set[str] = set()
     fungibility = _fungibility_default(kueue_version)
     for cq in queues:
-        plan = _tenant(cq, locals_of.get(cq.name, []), claims, by_resource, gaps, carried, owned, fungibility)
+        plan = _tenant(
+            cq, locals_of.get(cq.name, []), claims, by_resource, gaps, carried, owned, fungibility, by_label
+        )
         if plan is None:
             continue
         tenants.append(plan)
@@ -220,19 +223,24 @@ def _tenant(
     carried: list[tuple[LiveObject, str]],
     owned: set[str],
     fungibility: Mapping[str, Any],
+    by_label: bool,
 ) -> TenantPlan | None:
     spec = cq.body.get("spec") or {}
 
     def gap(field: str, why: str) -> None:
         gaps.append(Gap(cq.kind, "", cq.name, field, why))
 
-    namespaces, lq_name = _namespaces(cq, lqs, gaps, carried, owned)
+    namespaces, lq_name = _namespaces(cq, lqs, gaps, carried, owned, by_label)
     if not namespaces:
         why = "no LocalQueue points to it" if not lqs else "its namespaces belong to other tenants"
         carried.append((cq, f"{why}: a tenant needs a namespace of its own"))
         return None
     owned.update(namespaces)
     settings: dict[str, Any] = {"namespaces": namespaces}
+    labels = by_labels(spec.get("namespaceSelector")) if by_label else None
+    if labels:  # the namespaces carry what the selector asks for (it selects each of them on the cluster)
+        settings["namespaceSelector"] = {"matchLabels": labels}
+        settings["namespaceLabels"] = dict(labels)
     if lq_name != cq.name:
         settings["localQueueName"] = lq_name
     cohort = spec.get("cohortName") or spec.get("cohort")
@@ -260,6 +268,7 @@ def _namespaces(
     gaps: list[Gap],
     carried: list[tuple[LiveObject, str]],
     owned: set[str],
+    by_label: bool,
 ) -> tuple[list[str], str]:
     """The tenant's namespaces (those of the LocalQueues pointing to `cq`) and the LocalQueue name they
     share; a LocalQueue with another name is carried verbatim (the model names them all alike)."""
@@ -281,9 +290,8 @@ def _namespaces(
             continue
         namespaces.append(lq.namespace)
     selector = (cq.body.get("spec") or {}).get("namespaceSelector")
-    if selector != {
-        "matchExpressions": [{"key": SELECTOR_KEY, "operator": "In", "values": sorted(namespaces)}]
-    }:
+    by_name = {"matchExpressions": [{"key": SELECTOR_KEY, "operator": "In", "values": sorted(namespaces)}]}
+    if selector != by_name and not (by_label and by_labels(selector)):
         gaps.append(
             Gap(
                 cq.kind,
@@ -294,6 +302,16 @@ def _namespaces(
             )
         )
     return namespaces, common
+
+
+def by_labels(selector: Any) -> dict[str, str] | None:
+    """The labels of a selector by `matchLabels` only (the model's `namespaceSelector`), else None."""
+    if not isinstance(selector, dict) or set(selector) != {"matchLabels"}:
+        return None
+    labels = selector["matchLabels"]
+    if not isinstance(labels, dict) or not labels or not all(isinstance(v, str) for v in labels.values()):
+        return None
+    return {str(k): v for k, v in labels.items()}
 
 
 def _preemption(spec: Mapping[str, Any], gap: Any) -> dict[str, Any]:
