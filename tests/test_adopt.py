@@ -474,3 +474,19 @@ def test_selectors_by_label_become_tenant_keys_or_patches_where_the_model_refuse
     verdicts = {r.shown(): r for r in outcome.results}
     assert verdicts["ClusterQueue team-a"].verdict is Verdict.PATCHED
     assert "spec.namespaceSelector" in verdicts["ClusterQueue team-a"].why
+
+
+def test_a_queue_whose_name_cannot_be_a_tenant_file_is_kept_verbatim_not_made_a_path(tmp_path: Path) -> None:
+    shared = shared_dir()
+    dotted = {**CQ, "metadata": {"name": "team.a"}}
+    local = {**LQ, "spec": {"clusterQueue": "team.a"}}
+    (tmp_path / "dump.yaml").write_text(_minimal_dump([RF, dotted, local]))
+    root = _new_repo(tmp_path)
+    outcome = importing.plan(
+        root, dumps.read_dump(tmp_path / "dump.yaml"), importing.Options("c1", schemas=shared)
+    )
+    assert outcome.exact
+    verdicts = {r.shown(): r for r in outcome.results}
+    assert verdicts["ClusterQueue team.a"].verdict is Verdict.CARRIED
+    assert "DNS labels" in verdicts["ClusterQueue team.a"].why
+    assert not any(rel.startswith("tenants/") for rel in outcome.files)

@@ -9,6 +9,7 @@ named as a `Gap`, and the round trip (`proof`) carries it as a patch. Objects th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -197,6 +198,9 @@ def adopt(
 _RESERVED_BUILTIN = ("default", "kueue-system")
 
 
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
 def _fungibility_default(kueue_version: str) -> Mapping[str, Any]:
     from gputenancy.versions import kueue
 
@@ -234,6 +238,10 @@ def _tenant(
     if not namespaces:
         why = "no LocalQueue points to it" if not lqs else "its namespaces belong to other tenants"
         carried.append((cq, f"{why}: a tenant needs a namespace of its own"))
+        return None
+    if not _LABEL.fullmatch(cq.name) or not _LABEL.fullmatch(lq_name):
+        carried.append((cq, "a tenant and its LocalQueues are named by DNS labels (no dots, 63 characters)"))
+        carried += [(lq, "its ClusterQueue is kept verbatim") for lq in lqs if lq.namespace in namespaces]
         return None
     owned.update(namespaces)
     settings: dict[str, Any] = {"namespaces": namespaces}
