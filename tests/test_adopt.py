@@ -490,3 +490,39 @@ def test_a_queue_whose_name_cannot_be_a_tenant_file_is_kept_verbatim_not_made_a_
     assert verdicts["ClusterQueue team.a"].verdict is Verdict.CARRIED
     assert "DNS labels" in verdicts["ClusterQueue team.a"].why
     assert not any(rel.startswith("tenants/") for rel in outcome.files)
+
+
+def test_the_live_prod_cluster_is_adopted_as_it_runs_with_what_cannot_be_kept_named(tmp_path: Path) -> None:
+    """The live example cluster with its drift: the hand edits become the repository's truth (speech's
+    H100 quota 3, waitForPodsReady 10m), the version comes from the manager's image, and the objects the
+    pipeline would refuse (claim templates nothing admits) are named with the check that refuses them."""
+    shared = shared_dir()
+    root = _new_repo(tmp_path)
+    dump = dumps.read_dump(shared / "clusters" / "live" / "prod" / "dump.yaml")
+    outcome = importing.plan(root, dump, importing.Options("prod", schemas=shared, allow_partial=True))
+    verdicts = {r.shown(): r for r in outcome.results}
+    different = sorted(s for s, r in verdicts.items() if r.verdict is Verdict.DIFFERENT)
+    assert different == [
+        "ResourceClaimTemplate nlp-serve/mig-1g",
+        "ResourceClaimTemplate nlp-serve/mig-3g",
+        "ResourceClaimTemplate speech/fpga",
+    ]
+    assert (
+        "no LocalQueue pointing at a ClusterQueue" in verdicts["ResourceClaimTemplate nlp-serve/mig-1g"].why
+    )
+    assert (
+        "not in the Kueue Configuration's deviceClassMappings"
+        in verdicts["ResourceClaimTemplate speech/fpga"].why
+    )
+    assert verdicts["Configuration kueue-system/kueue-manager-config"].verdict is Verdict.EXACT
+    assert verdicts["ClusterQueue speech"].verdict is Verdict.EXACT
+    assert all(
+        r.verdict is Verdict.SKIPPED for s, r in verdicts.items() if s.startswith(("Workload ", "Namespace "))
+    )
+    output.write(root, outcome.files)
+    speech = yaml.safe_load((root / "tenants" / "speech.yaml").read_text())
+    h100 = speech["budgets"]["clusters"]["prod"][0]
+    assert h100["flavor"] == "h100" and h100["devices"]["gpu.nvidia.com"]["nominal"] == 3
+    cluster = yaml.safe_load((root / "overlays" / "prod" / "cluster.yaml").read_text())
+    assert cluster["kueue"]["version"] == "v0.19.2"
+    assert cluster["kueue"]["config"]["waitForPodsReady"]["timeout"] == "10m"
