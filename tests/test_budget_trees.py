@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import trees
 import yaml
 
 from gputenancy import engine
+from gputenancy.check.chain import admissible
 from gputenancy.cli.app import main
 from gputenancy.policy import quotatree
 
@@ -279,3 +281,42 @@ def test_the_fixture_department_on_lab(tmp_path: Path, capsys: pytest.CaptureFix
     (gpus,) = [p for p in doc["pools"] if p["resource"] == "nvidia.com/gpu"]
     assert (gpus["nominal"], gpus["capacity"]) == ("2", "2")
     assert [g["reach"] for g in gpus["grants"]] == ["2"]
+
+
+@pytest.mark.parametrize("lending", [None, 0, 2, 9])
+def test_the_built_objects_and_budgets_reach_the_same(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lending: int | None
+) -> None:
+    """claim-admissible reads the built Cohorts and ClusterQueues, budgets the inputs: for every grant
+    both give the same reach (one model of Kueue's tree, two sources)."""
+    root = trees.example(tmp_path, generated=False)
+    _department(root, lending=lending)
+    result = engine.run(root, cluster="prod")
+    built = [
+        SimpleNamespace(name=o.body["metadata"]["name"], body=o.body) for o in result.clusters["prod"].objects
+    ]
+    queues = {b.name: b for b in built if b.body["kind"] == "ClusterQueue"}
+    pool = admissible.Pool(
+        [b for b in built if b.body["kind"] == "Cohort"],
+        (admissible.lent(q.body["spec"]) for q in queues.values()),
+    )
+    assert main(["--root", str(root), "budgets", "--cluster", "prod", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    compared = 0
+    for p in doc["pools"]:
+        for g in p["grants"]:
+            cap = pool.max_capacity(queues[g["tenant"]], p["flavor"], p["resource"])  # type: ignore[arg-type]
+            assert cap is not None and cap.canonical() == g["reach"], (g, cap)
+            compared += 1
+    assert compared > 20
+
+
+def test_the_report_page_shows_the_tree(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    _department(root)
+    out = tmp_path / "report.html"
+    assert main(["--root", str(root), "report", "--cluster", "prod", "--output", str(out)]) == 0
+    page = out.read_text()
+    tree = page.split('<table class="budget-tree">', 1)[1].split("</table>", 1)[0]
+    assert "<td>perception</td><td>research</td><td>speech, vision</td><td>h100 nvidia.com/gpu</td>" in tree
+    assert "<td>4</td><td>10</td><td>12</td>" in tree

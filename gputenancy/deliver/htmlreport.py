@@ -121,6 +121,7 @@ def page(found: Sequence[Pool], *, source: str) -> str:
         parts.append(f'<section class="cluster" id="cluster-{html.escape(cluster)}">')
         parts.append(f"<h2>{html.escape(cluster)}</h2>")
         parts += _cohorts(here)
+        parts += _tree(here)
         palette = cohorts(here)
         for p in here:
             parts.append(
@@ -147,6 +148,32 @@ def _cohorts(here: Sequence[Pool]) -> list[str]:
         for c, ts in sorted(members.items())
     )
     return [f'<table class="cohorts"><tr><th>cohort</th><th>tenants</th></tr>{body}</table>']
+
+
+def _tree(here: Sequence[Pool]) -> list[str]:
+    """The budget tree: each cohort's parent and members, its own quota, what it holds with its
+    members and what it reaches, per pool where it holds anything."""
+    rows = [c for p in here for c in p.cohorts]
+    if not rows:
+        return []
+    cells = (
+        (
+            c.cohort,
+            c.parent or "-",
+            ", ".join(c.members) or "-",
+            f"{c.flavor} {c.resource}",
+            c.show(c.nominal),
+            c.show(c.holds),
+            c.show(c.reach) if c.reach is not None else "-",
+        )
+        for c in rows
+    )
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in row) + "</tr>" for row in cells)
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("cohort", "parent", "members", "pool", "its own quota", "holds with its members", "reaches")
+    )
+    return [f'<table class="budget-tree"><tr>{head}</tr>{body}</table>']
 
 
 def command(root: Path, cluster: str | None, output_file: Path, emit: Any, emit_notes: Any) -> int:

@@ -39,7 +39,7 @@ class Risk:
     """risk: queue-deleted | localqueue-replaced | claim-template-replaced | kueue-config-changed |
     capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py) |
     cluster-renamed | destination-changed (deliver/rename.py) | fleet-worker-added | fleet-worker-removed
-    (deliver/fleetrisks.py)"""
+    (deliver/fleetrisks.py) | immutable-field (deliver/risks.py)"""
 
     cluster: str
     risk: str
@@ -51,7 +51,7 @@ class Risk:
 class CapacityRow:
     flavor: str
     resource: str
-    before: Quantity | None  # sum of nominalQuota in the synced ClusterQueues
+    before: Quantity | None  # sum of nominalQuota in the synced ClusterQueues and Cohorts
     after: Quantity | None  # sum of nominal budgets in the model
     capacity: Quantity | None
     unit: str = ""  # "MiB" or "percent" for HAMi memory and cores quotas (shown in GiB and percent)
@@ -133,15 +133,18 @@ class Plan:
 def _cluster_queues(
     where: str, tree: Tree, new: Tree, rendered: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """The synced ClusterQueues by name. A file whose bytes equal the new tree's is the rendered object
+    """The synced ClusterQueues by name, and the Cohorts (their own quota counts toward the nominal
+    total) as `cohort/<name>`. A file whose bytes equal the new tree's is the rendered object
     (`rendered`, by path) and is not parsed again."""
     found: list[Mapping[str, Any]] = []
     for rel, d in tree.items():
-        if b"ClusterQueue" not in d or not rel.endswith((".yaml", ".yml")):
+        if (b"ClusterQueue" not in d and b"Cohort" not in d) or not rel.endswith((".yaml", ".yml")):
             continue
         same = rendered.get(rel) if new.get(rel) == d else None
         found += [same] if same is not None else load_objects(f"{where}/{rel}", d)
-    return {str(b["metadata"]["name"]): dict(b) for b in found if b.get("kind") == "ClusterQueue"}
+    out = {str(b["metadata"]["name"]): dict(b) for b in found if b.get("kind") == "ClusterQueue"}
+    out.update({f"cohort/{b['metadata']['name']}": dict(b) for b in found if b.get("kind") == "Cohort"})
+    return out
 
 
 def _before(cqs: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], Quantity]:
@@ -177,7 +180,7 @@ def _synced_queues(result: engine.Result, name: str, synced: Tree, label: str) -
     rendered = {
         output.object_path(o): o.body
         for o in (made.objects if made is not None else ())
-        if str(o.body.get("kind", "")) == "ClusterQueue"  # o.key.kind, without an ObjectKey per object
+        if str(o.body.get("kind", "")) in ("ClusterQueue", "Cohort")  # o.key.kind, without an ObjectKey
     }
     return _cluster_queues(f"{label}/{name}", synced, made.tree if made is not None else {}, rendered)
 

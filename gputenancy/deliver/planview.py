@@ -222,6 +222,15 @@ def _grant_markdown(plan: Plan) -> list[str]:
                         "",
                         f"… and {len(rows) - MAX_GRANT_ROWS} more rows: run `python pipeline.py plan`",
                     ]
+    for name in dict.fromkeys(d.cluster for d in plan.pools):
+        tree = [line for d in plan.pools if d.cluster == name for line in budgetdiff.tree_lines(d)]
+        if tree:
+            out += [
+                "",
+                f"### Budget tree on {_md(name)} (before → after)",
+                "",
+                *(f"- {_md(x)}" for x in tree),
+            ]
     return out
 
 

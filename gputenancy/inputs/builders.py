@@ -26,6 +26,7 @@ from gputenancy.inputs.records import (
     InventoryDevice,
     Platform,
     Tenant,
+    Topology,
 )
 from gputenancy.inputs.schemacheck import dotted
 from gputenancy.versions import kueue as kueue_versions
@@ -411,7 +412,16 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         )
         inventory = _inventory(c, doc, i, raw["inventory"]) if "inventory" in raw else None
         capacity.append(
-            Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i), vgpu, inventory)
+            Capacity(
+                raw["flavor"],
+                tuple(devs),
+                tuple(res),
+                doc.origin("capacity", i),
+                vgpu,
+                inventory,
+                raw.get("topologyName"),
+                doc.origin("capacity", i, "topologyName") if "topologyName" in raw else None,
+            )
         )
     k8s = d["kubernetesVersion"].lstrip("v")
     minor = int(k8s.split(".")[1])
@@ -444,6 +454,12 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         if "argocd" in d
         else None,
         multikueue=multikueue.build(doc, d.get("multiKueue")),
+        topologies=tuple(
+            Topology(
+                t["name"], tuple(level["nodeLabel"] for level in t["levels"]), doc.origin("topologies", i)
+            )
+            for i, t in enumerate(d.get("topologies", ()))
+        ),
     )
 
 

@@ -196,6 +196,17 @@ class Capacity:
     origin: Origin
     hami: HamiCapacity | None = None
     inventory: tuple[InventoryDevice, ...] | None = None  # None: not declared
+    topology: str | None = None  # `topologyName`: the flavor's ResourceFlavor is bound to that Topology here
+    topology_origin: Origin | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Topology:
+    """A Kueue Topology of one cluster (`topologies[]` in cluster.yaml): node labels, widest level first."""
+
+    name: str
+    levels: tuple[str, ...]
+    origin: Origin
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,6 +250,7 @@ class Cluster:
     destination: Destination | None = None
     manifests: ManifestsInstall | None = None  # with install: manifests
     multikueue: MultiKueue | None = None  # a MultiKueue manager (gputenancy.inputs.fleet)
+    topologies: tuple[Topology, ...] = ()  # Topology Aware Scheduling: the cluster's Topology objects
 
 
 @dataclasses.dataclass(frozen=True)

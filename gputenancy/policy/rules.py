@@ -26,6 +26,7 @@ from gputenancy.policy import (
     placement,
     queuepolicy,
     resourcegroups,
+    topology,
     versionrules,
 )
 from gputenancy.policy.catalog import Catalog as Catalog
@@ -80,6 +81,7 @@ RULES: dict[str, Rule] = {
     "queue-policy": queuepolicy.queue_policy,
     "admission-check": queuepolicy.admission_check,
     "namespace-selector": namespacelabels.namespace_selector,
+    "topology": topology.topology,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

@@ -19,7 +19,7 @@ import yaml
 
 from gputenancy.common import fastyaml
 from gputenancy.common.findings import Finding, Origin, PipelineError
-from gputenancy.common.objects import RenderedObject
+from gputenancy.common.objects import FieldPath, RenderedObject
 from gputenancy.inputs import fleet, queuepolicy
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy import destinations
@@ -221,9 +221,21 @@ def render_platform(
             node_labels=dict(flavor.node_labels),
             node_taints=[dict(t) for t in flavor.node_taints],
             tolerations=[dict(t) for t in flavor.tolerations],
+            topology=cap.topology,
             **_meta(flavor.origin, WAVE_FLAVORS),
         )
-        out.append(RenderedObject(cluster.name, body, flavor.origin))
+        where: dict[FieldPath, Origin] = {}
+        if cap.topology_origin is not None:
+            where[("spec", "topologyName")] = cap.topology_origin
+        out.append(RenderedObject(cluster.name, body, flavor.origin, where))
+    for topology in cluster.topologies:
+        body = _render(
+            "topology.yaml.j2",
+            name=topology.name,
+            levels=list(topology.levels),
+            **_meta(topology.origin, WAVE_CONFIG),
+        )
+        out.append(RenderedObject(cluster.name, body, topology.origin))
     for name in cohorts_on(model, cluster.name):
         co = model.platform.cohorts[name]
         held = co.budget_for(cluster.name)
