@@ -89,9 +89,10 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
     owners = options.owners or tuple(model.platform.owners or ()) or ("@platform-team",)
     with tempfile.TemporaryDirectory(prefix="gputenancy-import-") as tmp:
         stage = Path(tmp)
-        # namespaces by label where the live selectors use labels; if the model's rules refuse that
-        # (two tenants' selectors fitting one namespace), by name, the selectors carried as patches
-        for by_label in (True, False):
+        # the shapes the model's rules judge across objects (namespaces by label, topologies) where the
+        # live objects use them; if the rules refuse them (two tenants' selectors fitting one
+        # namespace, a topology on a flavor without node labels), without: carried as patches or kept
+        for judged in (True, False):
             adoption = mapping.adopt(
                 dump,
                 cluster,
@@ -100,7 +101,7 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
                 kubernetes_version=kubernetes,
                 versions_told=told_versions,
                 groups=groups,
-                by_label=by_label,
+                judged=judged,
             )
             collisions = repository.collisions(adoption, model, root)
             if collisions:
@@ -111,7 +112,9 @@ def plan(root: Path, dump: Dump, options: Options) -> Outcome:
                 if (root / name).is_dir():
                     shutil.copytree(root / name, stage / name, symlinks=False)
             first, adoption, refused, carried = _render_carrying(stage, files, adoption, options)
-            labelled = any("namespaceSelector" in t.settings for t in adoption.tenants)
+            labelled = any("namespaceSelector" in t.settings for t in adoption.tenants) or bool(
+                adoption.cluster_settings.get("topologies")
+            )
             if not first.failed or not labelled:
                 break
         if first.failed:

@@ -99,8 +99,10 @@ def adopt(
     kubernetes_version: str,
     versions_told: Sequence[str] = (),
     groups: Mapping[str, tuple[str, ...]] | None = None,
-    by_label: bool = True,
+    judged: bool = True,
 ) -> Adoption:
+    # judged: map the shapes the model's rules judge across objects (namespaces by label, topologies);
+    # False maps them as patches or kept objects instead
     """The inputs that render `dump`'s objects on `cluster`. `catalog`: device class -> quota resource
     already in the repository (the live mappings are added); `groups`: team -> the queues that become
     its one tenant (`grouping`). Raises PipelineError when a group cannot be one tenant."""
@@ -117,7 +119,7 @@ def adopt(
             )
         elif o.kind in NOT_OWNED:
             skipped.append((o, "not rendered by the pipeline (the cluster or its workloads own it)"))
-        elif o.kind in CARRIED_KINDS:
+        elif o.kind in CARRIED_KINDS and o.kind != "Topology":
             carried.append((o, f"the input model has no file for {o.kind} objects"))
         elif o.kind not in IMPORTED:
             skipped.append((o, f"{o.kind} is not a kind the pipeline renders"))
@@ -142,7 +144,7 @@ def adopt(
     fungibility = _fungibility_default(kueue_version)
     for cq in queues:
         plan = _tenant(
-            cq, locals_of.get(cq.name, []), claims, by_resource, gaps, carried, owned, fungibility, by_label
+            cq, locals_of.get(cq.name, []), claims, by_resource, gaps, carried, owned, fungibility, judged
         )
         if plan is None:
             continue
@@ -165,13 +167,22 @@ def adopt(
             carried.append((rct, "no tenant's claim templates can express it (see the notes)"))
     device_classes = platform.classes_kept(dump, candidates, tenants, gaps, carried, skipped)
     cohorts = platform.cohorts(dump, cohort_names, gaps, carried, cluster, by_resource)
-    flavors = [platform.flavor(rf, gaps) for rf in dump.of_kind("ResourceFlavor")]
+    topologies = platform.topologies(dump, carried, judged)
+    names = {t["name"] for t in topologies}
+    flavors = [platform.flavor(rf, gaps, names) for rf in dump.of_kind("ResourceFlavor")]
     flavors += [{"name": n} for n in platform.missing_flavors(dump)]
-    capacity, known = platform.capacity(dump, [f["name"] for f in flavors], notes)
+    bound = {
+        rf.name: str((rf.body.get("spec") or {}).get("topologyName"))
+        for rf in dump.of_kind("ResourceFlavor")
+        if (rf.body.get("spec") or {}).get("topologyName") in names
+    }
+    capacity, known = platform.capacity(dump, [f["name"] for f in flavors], notes, bound)
     settings: dict[str, Any] = {
         "kubernetesVersion": kubernetes_version,
         "kueue": {"version": kueue_version, "install": "manifests"},
     }
+    if topologies:
+        settings["topologies"] = topologies
     if capacity:
         settings["capacity"] = capacity
     if not known:
@@ -227,14 +238,14 @@ def _tenant(
     carried: list[tuple[LiveObject, str]],
     owned: set[str],
     fungibility: Mapping[str, Any],
-    by_label: bool,
+    judged: bool,
 ) -> TenantPlan | None:
     spec = cq.body.get("spec") or {}
 
     def gap(field: str, why: str) -> None:
         gaps.append(Gap(cq.kind, "", cq.name, field, why))
 
-    namespaces, lq_name = _namespaces(cq, lqs, gaps, carried, owned, by_label)
+    namespaces, lq_name = _namespaces(cq, lqs, gaps, carried, owned, judged)
     if not namespaces:
         why = "no LocalQueue points to it" if not lqs else "its namespaces belong to other tenants"
         carried.append((cq, f"{why}: a tenant needs a namespace of its own"))
@@ -245,7 +256,7 @@ def _tenant(
         return None
     owned.update(namespaces)
     settings: dict[str, Any] = {"namespaces": namespaces}
-    labels = by_labels(spec.get("namespaceSelector")) if by_label else None
+    labels = by_labels(spec.get("namespaceSelector")) if judged else None
     if labels:  # the namespaces carry what the selector asks for (it selects each of them on the cluster)
         settings["namespaceSelector"] = {"matchLabels": labels}
         settings["namespaceLabels"] = dict(labels)
@@ -276,7 +287,7 @@ def _namespaces(
     gaps: list[Gap],
     carried: list[tuple[LiveObject, str]],
     owned: set[str],
-    by_label: bool,
+    judged: bool,
 ) -> tuple[list[str], str]:
     """The tenant's namespaces (those of the LocalQueues pointing to `cq`) and the LocalQueue name they
     share; a LocalQueue with another name is carried verbatim (the model names them all alike)."""
@@ -299,7 +310,7 @@ def _namespaces(
         namespaces.append(lq.namespace)
     selector = (cq.body.get("spec") or {}).get("namespaceSelector")
     by_name = {"matchExpressions": [{"key": SELECTOR_KEY, "operator": "In", "values": sorted(namespaces)}]}
-    if selector != by_name and not (by_label and by_labels(selector)):
+    if selector != by_name and not (judged and by_labels(selector)):
         gaps.append(
             Gap(
                 cq.kind,

@@ -93,13 +93,18 @@ def class_selectors(dc: LiveObject) -> list[str] | None:
     return [s["cel"]["expression"] for s in selectors]
 
 
-def flavor(rf: LiveObject, gaps: list[Gap]) -> dict[str, Any]:
+def flavor(rf: LiveObject, gaps: list[Gap], topologies: set[str]) -> dict[str, Any]:
+    """A platform flavor; its `topologyName` (when bound to a topology imported for the cluster) goes to
+    the cluster's capacity entry, so it is not part of the returned flavor."""
     spec = rf.body.get("spec") or {}
     out: dict[str, Any] = {"name": rf.name}
     for key in ("nodeLabels", "nodeTaints", "tolerations"):
         if spec.get(key):
             out[key] = spec[key]
-    for key in sorted(set(spec) - {"nodeLabels", "nodeTaints", "tolerations"}):
+    known = {"nodeLabels", "nodeTaints", "tolerations"}
+    if spec.get("topologyName") in topologies:
+        known.add("topologyName")
+    for key in sorted(set(spec) - known):
         gaps.append(
             Gap(
                 rf.kind,
@@ -186,7 +191,24 @@ def cohorts(
     return out
 
 
-def capacity(dump: Dump, flavors: list[str], notes: list[str]) -> tuple[list[dict[str, Any]], bool]:
+def topologies(dump: Dump, carried: list[tuple[LiveObject, str]], tas: bool) -> list[dict[str, Any]]:
+    """The cluster's Topology objects as `topologies` of its overlay (levels by node label only)."""
+    out: list[dict[str, Any]] = []
+    for t in dump.of_kind("Topology"):
+        levels = (t.body.get("spec") or {}).get("levels")
+        if not isinstance(levels, list):
+            levels = []
+        simple = bool(levels) and all(isinstance(x, dict) and set(x) == {"nodeLabel"} for x in levels)
+        if tas and simple and set(t.body.get("spec") or {}) == {"levels"}:
+            out.append({"name": t.name, "levels": [{"nodeLabel": x["nodeLabel"]} for x in levels]})
+        else:
+            carried.append((t, "the cluster's topologies hold levels by node label only"))
+    return out
+
+
+def capacity(
+    dump: Dump, flavors: list[str], notes: list[str], bound: Mapping[str, str] | None = None
+) -> tuple[list[dict[str, Any]], bool]:
     """One capacity entry per flavor. The objects Kueue holds do not say what the nodes have: capacity
     is declared unknown (empty entries, overcommit on) and said so; ResourceSlices, where the dump holds
     them, are counted in the note (which flavor a node belongs to needs the Nodes' labels)."""
@@ -208,7 +230,11 @@ def capacity(dump: Dump, flavors: list[str], notes: list[str]) -> tuple[list[dic
             "capacity: the dump holds no ResourceSlices and Kueue's objects do not say what the nodes "
             "have: capacity is declared unknown (overcommit: true); fill in capacity[] of the overlay"
         )
-    return [{"flavor": f} for f in flavors], False
+    entries: list[dict[str, Any]] = [{"flavor": f} for f in flavors]
+    for entry in entries:
+        if bound and entry["flavor"] in bound:
+            entry["topologyName"] = bound[entry["flavor"]]
+    return entries, False
 
 
 def common(

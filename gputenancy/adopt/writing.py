@@ -190,6 +190,8 @@ def cluster_file(
     doc["name"] = adoption.cluster
     doc["kubernetesVersion"] = settings["kubernetesVersion"]
     doc["kueue"] = _plain(kueue)
+    if "topologies" in settings:
+        doc["topologies"] = _plain(settings["topologies"])
     if "capacity" in settings:
         doc["capacity"] = _plain(settings["capacity"])
     if not adoption.capacity_known and "capacity" in settings:
