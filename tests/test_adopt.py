@@ -217,6 +217,11 @@ def test_a_second_cluster_adds_its_budgets_and_keeps_comments_and_order(tmp_path
     doc = yaml.safe_load(text)
     assert doc["clusters"] == ["east", "west"]
     assert doc["budgets"]["clusters"]["west"] == doc["budgets"]["clusters"]["east"]
+    platform = (root / "base" / "platform.yaml").read_text()
+    assert platform.startswith(
+        init.files(["@acme/gpu-platform"])["base/platform.yaml"].split("deviceClasses:")[0]
+    )
+    assert "# The platform team: owns base/" in platform and platform.count("- name: nvidia-h100-80gb") == 1
     assert main(["--root", str(root), "validate"]) == 0
 
 
