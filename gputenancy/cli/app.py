@@ -141,6 +141,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     _status_parser(command("status"))
     _admit_parser(command("admit"))
+    from gputenancy.adopt import command as adopt
+
+    adopt.add_arguments(command("init"), command("import"))
     return p
 
 
@@ -509,7 +512,16 @@ def _main(args: argparse.Namespace) -> int:
             if args.command == "pr-comment":
                 return github.cmd_pr_comment(args.body_file, args.repo, args.pr, os.environ)
             return github.cmd_job_summary(args.body_file, os.environ)
+        if args.command == "init":
+            from gputenancy.adopt import command as adopt
+
+            return adopt.cmd_init(args, sys.stdout.write)
         root = args.root.resolve() if args.root is not None else clihelp.find_root(Path.cwd())
+        if args.command == "import":
+            from gputenancy.adopt import command as adopt
+
+            schemas = _schemas(args.schemas, root)
+            return adopt.cmd_import(root, args, schemas, sys.stdout.write, sys.stderr.write)
         if args.command == "budgets":
             from gputenancy.cli import commands
 

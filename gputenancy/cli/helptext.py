@@ -160,6 +160,38 @@ COMMANDS: dict[str, Help] = {
             "python pipeline.py status --cluster prod --context prod-admin --format markdown",
         ),
     ),
+    "init": Help(
+        "create a repository with no tenants and no clusters, ready to import a cluster into",
+        "Writes base/platform.yaml (an empty catalog, no flavors), base/kueue-config.yaml, "
+        "base/kustomization.yaml and empty tenants/ and overlays/ into DIR, which must be empty or absent. "
+        "It validates and renders an empty output.",
+        ((0, "created"), (1, "DIR is not empty: nothing written")),
+        ("python pipeline.py init gpu-tenancy --owner @acme/gpu-platform",),
+    ),
+    "import": Help(
+        "adopt a cluster that already runs Kueue: its live queues -> tenant, platform and overlay files",
+        "Reads ResourceFlavors, ClusterQueues, Cohorts, LocalQueues, WorkloadPriorityClasses, "
+        "AdmissionChecks, Topologies, DeviceClasses, ResourceClaimTemplates (kueue.x-k8s.io v1beta1 or "
+        "v1beta2) and the Kueue manager's ConfigMap and Deployment from FILE (the output of the kubectl "
+        "line below) or, with --context, from the real kubectl (get only). Each ClusterQueue becomes a "
+        "tenant named after it (its namespaces from the LocalQueues pointing to it), flavors, device "
+        "classes and cohorts go to base/platform.yaml, versions, capacity and the Configuration to "
+        "overlays/<cluster>/. Names stay the live names. Then it renders the cluster and compares each "
+        "object with the live one: reproduced exactly, carried as a patch or kept verbatim in the overlay "
+        "(not expressible, with why), or different (each field, live -> rendered). Namespaces, "
+        "ResourceSlices and Workloads are read, not imported. A tenant file that exists gets the "
+        "cluster's budget added, its comments and order kept. Nothing is written unless the round trip "
+        "is exact (or --allow-partial), and then all files at once.",
+        (
+            (0, "imported: the round trip is exact (or --allow-partial)"),
+            (1, "bad input (findings, nothing written), or objects differ (listed, nothing written)"),
+        ),
+        (
+            kubectl.command_line(),
+            "python pipeline.py import --cluster prod --from cluster.yaml",
+            "python pipeline.py import --cluster prod --context prod-admin --dry-run",
+        ),
+    ),
 }
 
 SUBCOMMANDS: dict[str, Help] = {
@@ -200,6 +232,8 @@ GLOBALS: dict[str, tuple[str, ...]] = {
     "job-summary": (),
     "admit": ("--root",),
     "status": ("--root",),
+    "init": (),
+    "import": ("--root",),
 }
 
 
