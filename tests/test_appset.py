@@ -370,3 +370,20 @@ def test_settings_are_checked_by_the_schemas(
     assert main(["--root", str(root), "validate"]) == 1
     out = capsys.readouterr().out
     assert rel in out and message in out, out
+
+
+def test_the_install_applications_follow_the_platform_project(tmp_path: Path) -> None:
+    """`argocd.project` places every Application the hub syncs, Kueue's install included; an explicit
+    `kueue.manifests.project` (or `kueue.helm.project`) still wins for its cluster."""
+    root = trees.example(tmp_path)
+    trees.edit(root, "base/platform.yaml", lambda d: d["argocd"].update(project="gpu-platform"))
+    assert main(["--root", str(root), "render"]) == 0
+    assert root_app(root)["spec"]["project"] == "gpu-platform"
+    apps = hub_sync(root, tmp_path)
+    assert {name: a["spec"]["project"] for name, a in apps.items()} == dict.fromkeys(apps, "gpu-platform")
+    install = trees.read(root, "overlays/prod/cluster.yaml")["kueue"]["install"]
+    trees.edit(
+        root, "overlays/prod/cluster.yaml", lambda d: d["kueue"].update({install: {"project": "kueue"}})
+    )
+    assert main(["--root", str(root), "render"]) == 0
+    assert hub_sync(root, tmp_path / "again")["kueue-prod"]["spec"]["project"] == "kueue"
