@@ -1,6 +1,9 @@
 """Command line: parse arguments, call one command function, return the exit code.
 
 Exit codes: 0 fine, 1 errors (findings, or check found generated/ out of date), 2 changes (plan).
+A usage error (an unknown option or command, a missing or invalid argument) exits 1, like any other
+error, never 2: `plan` exits 2 for changes, and a CI job that accepts 2 must not pass a mistyped flag.
+`pipeline.py` or `pipeline.py schemas` alone prints its help and exits 1 too (nothing was done).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from gputenancy import engine
 from gputenancy.assemble import output
@@ -47,8 +50,24 @@ def _globals(
     )
 
 
+USAGE_ERROR = 1  # argparse's own is 2, the code `plan` uses for changes
+
+
+class _UsageError(Exception):
+    """A command line argparse refused; its usage and message are already on stderr."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error returns USAGE_ERROR from `main` instead of exiting 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise _UsageError(message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="pipeline.py",
         description="GPU tenancy on Kubernetes: tenants/ + base/ + overlays/ -> generated/<cluster>/ for Argo CD.",
         epilog=clihelp.MAIN_EPILOG,
@@ -409,16 +428,19 @@ def boundary_docs() -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+        if "--root" not in clihelp.acting(args.command or ""):  # a command that reads no repository
+            for flag, given in (("--root", args.root is not None), ("--no-cache", args.no_cache)):
+                if given:
+                    parser.error(f"{flag} has no effect on `{args.command}`")
+    except _UsageError:
+        return USAGE_ERROR
     if args.command is None or (args.command == "schemas" and args.schemas_command is None):
         # `pipeline.py` or `pipeline.py schemas` alone: the help that names what to type, not a usage error
         shown = parser if args.command is None else _subparser(parser, "schemas")
         sys.stdout.write(shown.format_help())
-        return 2
-    if "--root" not in clihelp.acting(args.command):  # a command that reads no repository
-        for flag, given in (("--root", args.root is not None), ("--no-cache", args.no_cache)):
-            if given:
-                parser.error(f"{flag} has no effect on `{args.command}`")
+        return USAGE_ERROR
     from gputenancy.common import interrupt
 
     with (

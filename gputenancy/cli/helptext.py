@@ -90,7 +90,7 @@ COMMANDS: dict[str, Help] = {
         "Kueue release manifests (CRDs, install) for validation and plans: `schemas fetch`",
         "Kueue's release manifests, kept in the schemas directory (--schemas, $GPUTENANCY_SCHEMAS or "
         ".gputenancy-schemas/) for CRD validation and upgrade plans. One subcommand: fetch.",
-        ((0, "done"), (1, "errors (see the subcommand)"), (2, "no subcommand given: this help is printed")),
+        ((0, "done"), (1, "errors (see the subcommand), or no subcommand given: this help is printed")),
         ("python pipeline.py schemas fetch", "python pipeline.py schemas fetch --help"),
     ),
     "pr-comment": Help(
@@ -169,8 +169,8 @@ MAIN_EPILOG = (
         100,
     )
     + "\n\n"
-    "exit codes:\n  0  fine\n  1  errors (findings printed as file:line:col: error: message (rule))\n"
-    "  2  plan: changes; otherwise a usage error, or no command given (this help is printed)\n\n"
+    "exit codes:\n  0  fine\n  1  errors (findings printed as file:line:col: error: message (rule)), a usage\n"
+    "     error, or no command given (this help is printed)\n  2  plan: changes\n\n"
     "example:\n  python pipeline.py validate\n  python pipeline.py render\n"
     "  python pipeline.py plan --against origin/main\n\n"
     "`python pipeline.py COMMAND --help` describes a command, its exit codes and an example."
