@@ -439,6 +439,14 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "a remote that rejects the push",
         "a reachable remote",
     ),
+    (
+        "publish-branch",
+        "publish",
+        "publish runs on the source branch: HEAD merged into the branch Argo CD's deploy follows "
+        "(argocd.targetRevision in this repository, else the default branch), or --force",
+        "publish from an unmerged feature branch",
+        "publish from main after the merge (or --force, said in the output)",
+    ),
 )
 
 

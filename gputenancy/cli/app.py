@@ -175,6 +175,11 @@ def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentP
         "--dry-run", action="store_true", help="write nothing; print what would be committed"
     )
     publish_p.add_argument("--message-title", help="first line of the commit message")
+    publish_p.add_argument(
+        "--force",
+        action="store_true",
+        help="publish even when HEAD is not merged into the source branch (said in the output)",
+    )
 
 
 def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -> int:
@@ -213,6 +218,7 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
         message_title=args.message_title,
         emit=sys.stdout.write,
         emit_notes=sys.stderr.write,
+        force=args.force,
     )
 
 
