@@ -187,3 +187,12 @@ def test_a_usage_error_exits_1_from_the_shell(tmp_path: Path) -> None:
     )
     assert done.returncode == 1, done.stderr
     assert "unrecognized arguments: --formt" in done.stderr and done.stdout == ""
+
+
+def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--version` prints the version of the package's metadata (pyproject.toml's), exit 0."""
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"pipeline.py {pyproject['project']['version']}\n"

@@ -74,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _globals(p, suppress=False)
+    p.add_argument("--version", action="store_true", help="print the version of gputenancy and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str) -> argparse.ArgumentParser:
@@ -432,6 +433,18 @@ def boundary_docs() -> dict[str, str]:
     return {**confine.DOCS, **kustomizations.DOCS, **amounts.DOCS, **swap.DOCS}
 
 
+def version() -> str:
+    """The installed package's version (its metadata), or the source tree's when not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("gputenancy")
+    except metadata.PackageNotFoundError:
+        import gputenancy
+
+        return gputenancy.__version__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:
@@ -442,6 +455,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     parser.error(f"{flag} has no effect on `{args.command}`")
     except _UsageError:
         return USAGE_ERROR
+    if args.version:
+        sys.stdout.write(f"{parser.prog} {version()}\n")
+        return 0
     if args.command is None or (args.command == "schemas" and args.schemas_command is None):
         # `pipeline.py` or `pipeline.py schemas` alone: the help that names what to type, not a usage error
         shown = parser if args.command is None else _subparser(parser, "schemas")
