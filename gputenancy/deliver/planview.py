@@ -136,14 +136,15 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         )
         counts += ", capacity changed" if c.capacity_changed else ""
         tenants = f" (tenants: {', '.join(c.tenants)})" if c.tenants else ""
-        lines.append(f"{c.name}: {counts}{tenants}" if c.changed else f"{c.name}: no changes")
+        if c.renamed_to:  # its objects stay, under the new name (whose plan counts the Applications)
+            lines.append(
+                f"{c.name}: renamed to {c.renamed_to}: its Applications are removed without cascade, "
+                "every object stays"
+            )
+        else:
+            lines.append(f"{c.name}: {counts}{tenants}" if c.changed else f"{c.name}: no changes")
         lines += [f"  destination: {c.destination}"] if c.changed and c.destination else []
         lines += [f"  renamed from {c.renamed_from}"] if c.renamed_from else []
-        lines += (
-            [f"  renamed to {c.renamed_to}: its Applications are removed without cascade"]
-            if c.renamed_to
-            else []
-        )
         for o in c.objects:
             s = _SIGN[o.action]
             lines += [paint(s, f"  {s} {change_line(o, ch, c.units)}") for ch in o.changes] or [
