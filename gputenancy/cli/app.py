@@ -147,6 +147,10 @@ def _parser() -> argparse.ArgumentParser:
     hp.add_argument(
         "--output", type=Path, default=Path("report.html"), help="HTML file (default: report.html)"
     )
+    hp.add_argument(
+        "--against",
+        help="GIT-REF: pools the change since it moves are drawn before and after (as plan --against)",
+    )
     return p
 
 
@@ -505,7 +509,9 @@ def _main(args: argparse.Namespace) -> int:
         if args.command == "report":
             from gputenancy.deliver import htmlreport
 
-            return htmlreport.command(root, args.cluster, args.output, sys.stdout.write, sys.stderr.write)
+            return htmlreport.command(
+                root, args.cluster, args.output, sys.stdout.write, sys.stderr.write, args.against
+            )
         if args.command == "schemas":
             from gputenancy.deliver import fetch
             from gputenancy.versions import releases

@@ -111,9 +111,15 @@ COMMANDS: dict[str, Help] = {
         "write one HTML page with a chart per cluster, flavor and quota resource",
         "From the inputs (no render): per pool the capacity, each tenant's nominal share and the most it "
         "can reach by borrowing, coloured by cohort. The page is self-contained (inline SVG, no script): "
-        "it opens without network access, e.g. as a workflow artifact.",
+        "it opens without network access, e.g. as a workflow artifact. Per cluster the GPU pools come "
+        "first, apart from CPU and memory; with --against REF a pool the change moves is drawn before and "
+        "after, side by side. The page is titled after the repository (argocd.repoURL) and its clusters.",
         ((0, "written"), _FINDINGS),
-        ("python pipeline.py report", "python pipeline.py report --cluster prod --output prod.html"),
+        (
+            "python pipeline.py report",
+            "python pipeline.py report --cluster prod --output prod.html",
+            "python pipeline.py report --against origin/main",
+        ),
     ),
 }
 
