@@ -59,10 +59,17 @@ def crd_errors(shared: Path, kind: str, body: Any) -> list[str]:
     ]
 
 
-def root_app(root: Path) -> dict[str, Any]:
+def hub_objects(root: Path) -> dict[str, dict[str, Any]]:
+    """argocd/hub.yaml's objects by kind (AppProject, ConfigMap, Application)."""
     text = (root / appset.PATH).read_text()
     assert text.startswith(appset.HEADER)
-    body = yaml.load(text, Loader=_Loader)
+    found = {d["kind"]: d for d in yaml.load_all(text, Loader=_Loader) if d}
+    assert len(found) == len([d for d in yaml.load_all(text, Loader=_Loader) if d]), "one object per kind"
+    return found
+
+
+def root_app(root: Path) -> dict[str, Any]:
+    body = hub_objects(root)["Application"]
     assert isinstance(body, dict)
     return body
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -341,7 +341,7 @@ def _write_or_check(
             for d in output.diff_paths(tree, output.read_tree(parent / name))
         ]
         differences += [f"{name}: - (whole cluster directory)" for name in stale_dirs]
-        stale = _stale_files(root, _derived_files(result.model))
+        stale = _stale_files(root, _derived_files(result.model, root, _every_tree(root, trees) if cluster else trees))
         if differences:
             say("generated/ is out of date; run `python pipeline.py render`:")
             say("\n".join(f"  {d}" for d in differences))
@@ -357,7 +357,7 @@ def _write_or_check(
     cleaned = swap.prepare(root, parent)
     if cleaned:
         say(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
-    derived = _derived_files(result.model)
+    derived = _derived_files(result.model, root, _every_tree(root, trees) if cluster else trees)
     _stale_files(root, derived)  # refuses linked paths before anything is written
     try:
         changed = swap.write_trees(root, parent, trees, prune=cluster is None)
@@ -369,12 +369,31 @@ def _write_or_check(
     return 0
 
 
-def _derived_files(model: spec.Model) -> dict[str, bytes | None]:
-    """Files outside generated/ rendered from the inputs: CODEOWNERS and the hub's app-of-apps.
-    None means the file should not exist (removed only when the pipeline wrote it)."""
+def _derived_files(
+    model: spec.Model, root: Path, trees: Mapping[str, Mapping[str, bytes]]
+) -> dict[str, bytes | None]:
+    """Files outside generated/ rendered from the inputs: CODEOWNERS and the hub's app-of-apps (with
+    the AppProject of what every cluster's tree delivers). None means the file should not exist
+    (removed only when the pipeline wrote it)."""
     from gputenancy.deliver import appset, ownership
 
-    return {ownership.PATH: ownership.codeowners(model).encode(), **appset.files(model)}
+    return {ownership.PATH: ownership.codeowners(model).encode(), **appset.files(model, trees, root)}
+
+
+def _every_tree(root: Path, trees: Mapping[str, Mapping[str, bytes]]) -> dict[str, Mapping[str, bytes]]:
+    """Every cluster's tree: the rendered ones, and for `--cluster` the others as generated/ holds
+    them (render leaves them as they are)."""
+    parent = root / output.GENERATED
+    others = (
+        {
+            p.name: output.read_tree(p)
+            for p in sorted(parent.iterdir())
+            if p.is_dir() and not p.name.startswith(".") and p.name not in trees
+        }
+        if parent.is_dir()
+        else {}
+    )
+    return {**others, **trees}
 
 
 def _generated_by_us(path: Path) -> bool:
