@@ -105,7 +105,8 @@ def test_the_report_against_a_ref_renders_both_sides_in_chromium(
     sides = [
         c["data"].get("when")
         for c in seen["charts"]
-        if (c["data"]["cluster"], c["data"]["flavor"], c["data"]["resource"]) == ("prod", "h100", "nvidia.com/gpu")
+        if (c["data"]["cluster"], c["data"]["flavor"], c["data"]["resource"])
+        == ("prod", "h100", "nvidia.com/gpu")
     ]
     assert sides == ["before", "after"], seen["charts"]
     assert all(c["svg"] == 1 and c["width"] > 200 for c in seen["charts"])

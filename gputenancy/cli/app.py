@@ -341,7 +341,9 @@ def _write_or_check(
             for d in output.diff_paths(tree, output.read_tree(parent / name))
         ]
         differences += [f"{name}: - (whole cluster directory)" for name in stale_dirs]
-        stale = _stale_files(root, _derived_files(result.model, root, _every_tree(root, trees) if cluster else trees))
+        stale = _stale_files(
+            root, _derived_files(result.model, root, _every_tree(root, trees) if cluster else trees)
+        )
         if differences:
             say("generated/ is out of date; run `python pipeline.py render`:")
             say("\n".join(f"  {d}" for d in differences))

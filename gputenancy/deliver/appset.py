@@ -43,7 +43,9 @@ def health_checks(root: Path | None) -> dict[str, str]:
 
 
 def render(
-    model: Model, trees: Mapping[str, Mapping[str, bytes]] | None = None, health: Mapping[str, str] | None = None
+    model: Model,
+    trees: Mapping[str, Mapping[str, bytes]] | None = None,
+    health: Mapping[str, str] | None = None,
 ) -> str | None:
     """The text of argocd/hub.yaml, or None without an `argocd:` block in base/platform.yaml: the
     AppProject (from every cluster's rendered tree, `trees`), the health checks (`health`), the
