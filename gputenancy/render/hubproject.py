@@ -24,7 +24,7 @@ Everything here is read from the rendered trees and the model: nothing outside t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from gputenancy.common import fastyaml
@@ -79,15 +79,6 @@ def _group(api_version: str) -> str:
     return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
-def _objects(tree: Mapping[str, bytes]) -> Iterable[tuple[str, Mapping[str, Any]]]:
-    """(path, body) of every object file of a cluster's tree (`<kind>/[<namespace>/]<name>.yaml`)."""
-    for rel, data in sorted(tree.items()):
-        if rel.endswith((".yaml", ".yml")):
-            body = fastyaml.load(data.decode("utf-8"))
-            if isinstance(body, dict):
-                yield rel, body
-
-
 Destination = tuple[str, str, str]  # ("name" | "server", value, namespace)
 
 
@@ -102,17 +93,31 @@ class _Found:
         self.settings = settings
 
     def cluster(self, tree: Mapping[str, bytes]) -> None:
-        objects = list(_objects(tree))
+        """One cluster's tree, laid out `<kind>/[<namespace>/]<name>.yaml` (assemble/output.py): the
+        namespaces from the paths, each kind directory's group and kind from its first file, the hub's
+        Applications read whole."""
         spaces: set[str] = set()
-        for rel, body in objects:
-            if rel.startswith(f"{hub.HUB_DIR}/"):
+        seen: set[tuple[str, bool]] = set()
+        applications = []
+        for rel, data in sorted(tree.items()):
+            parts = rel.split("/")
+            if not rel.endswith((".yaml", ".yml")):
                 continue
-            kind = (_group(str(body.get("apiVersion", ""))), str(body.get("kind", "")))
-            namespace = str((body.get("metadata") or {}).get("namespace") or "")
-            (self.namespaced_kinds if namespace else self.cluster_kinds).add(kind)
+            if parts[0] == hub.HUB_DIR:
+                applications.append(data)
+                continue
+            namespace = parts[1] if len(parts) == 3 else ""
             spaces |= {namespace} if namespace else set()
-        for rel, body in objects:
-            if rel.startswith(f"{hub.HUB_DIR}/") and (body.get("apiVersion"), body.get("kind")) == (
+            if (parts[0], bool(namespace)) in seen:
+                continue
+            seen.add((parts[0], bool(namespace)))
+            body = fastyaml.load(data.decode("utf-8"))
+            if isinstance(body, dict):
+                kind = (_group(str(body.get("apiVersion", ""))), str(body.get("kind", "")))
+                (self.namespaced_kinds if namespace else self.cluster_kinds).add(kind)
+        for data in applications:
+            body = fastyaml.load(data.decode("utf-8"))
+            if isinstance(body, dict) and (body.get("apiVersion"), body.get("kind")) == (
                 "argoproj.io/v1alpha1",
                 "Application",
             ):
