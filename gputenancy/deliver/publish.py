@@ -151,7 +151,7 @@ def source_branch(source: git.Repo, result: engine.Result, *, same_repo: bool) -
     """The branch publish deploys from. Into this repository: the branch Argo CD syncs
     (`argocd.targetRevision` of base/platform.yaml) when this repository has it, since generated/ is
     committed on the current branch; otherwise (and for a deploy repository) the repository's default
-    branch: `origin/HEAD`, else `main`."""
+    branch: `origin/HEAD`, else `main` (or `master` when only that exists)."""
     settings = result.model.platform.argocd
     if same_repo and settings is not None and settings.target_revision != "HEAD":
         name = settings.target_revision
@@ -159,7 +159,10 @@ def source_branch(source: git.Repo, result: engine.Result, *, same_repo: bool) -
             return name
     with gitrepo.errors("reading the default branch"):
         ref = source.git.symbolic_ref("-q", "refs/remotes/origin/HEAD", with_exceptions=False)
-    return str(ref).removeprefix("refs/remotes/origin/") if ref else "main"
+    if ref:
+        return str(ref).removeprefix("refs/remotes/origin/")
+    known = [b for b in ("main", "master") if gitrepo.resolve(source, f"refs/heads/{b}") is not None]
+    return known[0] if known else "main"
 
 
 def _off_source_branch(
