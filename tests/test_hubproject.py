@@ -290,3 +290,29 @@ def test_no_project_is_rendered_for_the_default_project(tmp_path: Path) -> None:
     root = trees.example(tmp_path)
     assert main(["--root", str(root), "render"]) == 0
     assert "AppProject" not in hub_objects(root)
+
+
+def test_the_plan_says_to_apply_the_hub_part_again_for_a_new_namespace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new tenant's namespaces are new destinations of the project: the plan's prerequisites say
+    to apply argocd/hub.yaml again, which the same pull request changes."""
+    root = trees.example(tmp_path)
+    trees.edit(root, "base/platform.yaml", lambda d: d["argocd"].update(project=PROJECT))
+    assert main(["--root", str(root), "render"]) == 0
+    trees.write(
+        root,
+        "tenants/robotics.yaml",
+        trees.tenant(
+            "robotics",
+            namespaces=["robotics-sim"],
+            budgets={"default": [{"flavor": "h100", "devices": {"gpu.nvidia.com": 0}}]},
+        ),
+    )
+    capsys.readouterr()
+    assert main(["--root", str(root), "plan"]) == 2
+    out = capsys.readouterr().out
+    assert "create its namespace(s) robotics-sim" in out
+    assert (
+        f"apply argocd/hub.yaml again on the hub (AppProject {PROJECT!r} permits the new namespaces)" in out
+    )

@@ -461,10 +461,17 @@ def prerequisites(model: Model, cluster: str, objects: Sequence[ObjectChange]) -
     for name in added:
         spaces = [n for n, _ in tenants[name].namespaces] if name in tenants else []
         if spaces:
+            settings = model.platform.argocd
+            project = (
+                f"; and apply argocd/hub.yaml again on the hub (AppProject {settings.project!r} permits "
+                "the new namespaces)"
+                if settings is not None and settings.project != "default"
+                else ""
+            )
             out.append(
                 f"tenant {name!r} is new on {cluster}: create its namespace(s) {', '.join(spaces)} there "
                 "before Argo CD syncs (its Applications sync with CreateNamespace=false, so the "
-                "LocalQueues and claim templates in them fail to apply until they exist)"
+                f"LocalQueues and claim templates in them fail to apply until they exist){project}"
             )
     return tuple(out)
 
