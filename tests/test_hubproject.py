@@ -79,10 +79,17 @@ def group_of(body: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- the repository
 
 
+def _health(root: Path) -> None:
+    """The project's argocd-cm health checks (built from argocd/resource_customizations), which the
+    suite's example repository leaves out."""
+    (root / "argocd").mkdir(exist_ok=True)
+    shutil.copyfile(Path(__file__).resolve().parent.parent / appset.HEALTH, root / appset.HEALTH)
+
+
 @pytest.fixture(scope="module")
 def hub_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = trees.example(tmp_path_factory.mktemp("hub"))
-    shutil.copytree(Path(__file__).resolve().parent.parent / "argocd", root / "argocd", dirs_exist_ok=True)
+    _health(root)
     trees.edit(root, "base/platform.yaml", lambda d: d["argocd"].update(project=PROJECT))
     assert main(["--root", str(root), "render"]) == 0
     return root
@@ -260,7 +267,7 @@ def test_check_keeps_the_project_in_step_with_the_inputs(
     """A tenant's new namespace changes what the project permits: `check` fails until render, so the
     pull request that adds it shows the project change; so does a changed health check."""
     root = trees.example(tmp_path)
-    shutil.copytree(Path(__file__).resolve().parent.parent / "argocd", root / "argocd", dirs_exist_ok=True)
+    _health(root)
     trees.edit(root, "base/platform.yaml", lambda d: d["argocd"].update(project=PROJECT))
     assert main(["--root", str(root), "render"]) == 0
     assert main(["--root", str(root), "check"]) == 0
