@@ -197,3 +197,29 @@ def test_a_rename_publishes_without_drain_and_the_hub_follows_it(tmp_path: Path)
     apps = test_appset.hub_sync(checkout, tmp_path / "hub")
     assert set(apps) == {"gputenancy-dev", "kueue-dev", "gputenancy-prod", "kueue-prod"}
     assert apps["kueue-dev"]["spec"]["destination"]["server"] == "https://kubernetes.default.svc"
+
+
+def test_a_rename_counts_the_application_swap_once_and_keeps_the_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`git mv overlays/lab overlays/dev`, planned against the commit before it: the two Applications
+    swapped once (under dev), nothing of lab's counted as removed (dev keeps it), and capacity and
+    grants compared with lab's, so nothing moves; the JSON says the same."""
+    import json
+
+    root = trees.example(tmp_path)
+    trees.committed(root).close()
+    _rename_lab(root)
+    assert main(["--root", str(root), "render"]) == 0
+    capsys.readouterr()
+    assert main(["--root", str(root), "plan", "--against", "HEAD"]) == 2
+    text = capsys.readouterr().out
+    assert "dev: 0 changed, 2 added, 2 removed" in text, text
+    assert "lab: renamed to dev" in text and "lab ClusterQueue" not in text, text
+    assert text.splitlines()[-1] == "0 changed, 2 added, 2 removed on dev, lab; 1 risk(s)", text
+    assert "capacity changed" not in text and "(added)" not in text and "(removed)" not in text, text
+    assert main(["--root", str(root), "plan", "--against", "HEAD", "--format", "json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    counts = {c["name"]: c["counts"] for c in doc["clusters"] if c["changed"]}
+    assert counts["dev"] == {"changed": 0, "added": 2, "removed": 2}
+    assert counts["lab"] == {"changed": 0, "added": 0, "removed": 0}

@@ -498,6 +498,14 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "a directory holding files",
         "a new directory",
     ),
+    (
+        "publish-branch",
+        "publish",
+        "publish runs on the source branch: HEAD merged into the branch Argo CD's deploy follows "
+        "(argocd.targetRevision in this repository, else the default branch), or --force",
+        "publish from an unmerged feature branch",
+        "publish from main after the merge (or --force, said in the output)",
+    ),
 )
 
 

@@ -92,7 +92,7 @@ COMMANDS: dict[str, Help] = {
         "Kueue release manifests (CRDs, install) for validation and plans: `schemas fetch`",
         "Kueue's release manifests, kept in the schemas directory (--schemas, $GPUTENANCY_SCHEMAS or "
         ".gputenancy-schemas/) for CRD validation and upgrade plans. One subcommand: fetch.",
-        ((0, "done"), (1, "errors (see the subcommand)"), (2, "no subcommand given: this help is printed")),
+        ((0, "done"), (1, "errors (see the subcommand), or no subcommand given: this help is printed")),
         ("python pipeline.py schemas fetch", "python pipeline.py schemas fetch --help"),
     ),
     "pr-comment": Help(
@@ -113,9 +113,15 @@ COMMANDS: dict[str, Help] = {
         "write one HTML page with a chart per cluster, flavor and quota resource",
         "From the inputs (no render): per pool the capacity, each tenant's nominal share and the most it "
         "can reach by borrowing, coloured by cohort. The page is self-contained (inline SVG, no script): "
-        "it opens without network access, e.g. as a workflow artifact.",
+        "it opens without network access, e.g. as a workflow artifact. Per cluster the GPU pools come "
+        "first, apart from CPU and memory; with --against REF a pool the change moves is drawn before and "
+        "after, side by side. The page is titled after the repository (argocd.repoURL) and its clusters.",
         ((0, "written"), _FINDINGS),
-        ("python pipeline.py report", "python pipeline.py report --cluster prod --output prod.html"),
+        (
+            "python pipeline.py report",
+            "python pipeline.py report --cluster prod --output prod.html",
+            "python pipeline.py report --against origin/main",
+        ),
     ),
     "admit": Help(
         "say before submission what Kueue will do with a job: its queue, charge, flavor and verdict",
@@ -250,8 +256,8 @@ MAIN_EPILOG = (
         100,
     )
     + "\n\n"
-    "exit codes:\n  0  fine\n  1  errors (findings printed as file:line:col: error: message (rule))\n"
-    "  2  plan: changes; otherwise a usage error, or no command given (this help is printed)\n\n"
+    "exit codes:\n  0  fine\n  1  errors (findings printed as file:line:col: error: message (rule)), a usage\n"
+    "     error, or no command given (this help is printed)\n  2  plan: changes\n\n"
     "example:\n  python pipeline.py validate\n  python pipeline.py render\n"
     "  python pipeline.py plan --against origin/main\n\n"
     "`python pipeline.py COMMAND --help` describes a command, its exit codes and an example."

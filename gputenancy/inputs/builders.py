@@ -387,7 +387,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
             repo_url=h.get("repoURL", "registry.k8s.io/kueue/charts"),
             chart=h.get("chart", "kueue"),
             release_name=h.get("releaseName", "kueue"),
-            project=h.get("project", "default"),
+            project=h.get("project"),
             argocd_namespace=h.get("argocdNamespace"),
             destination_server=h.get("destinationServer"),
             values=h.get("values", {}),

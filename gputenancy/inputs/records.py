@@ -218,7 +218,7 @@ class ManifestsInstall:
 
     repo_url: str  # Kueue's repository (or a mirror of it)
     image: str  # the manager image repository; tagged with the Kueue version
-    project: str
+    project: str | None  # explicit project; None: the platform's argocd.project (render/hub.py)
     argocd_namespace: str | None  # explicit argocdNamespace; None: the hub's (render/hub.py)
     destination_server: str | None  # explicit destinationServer; None: the cluster's destination
 
@@ -228,7 +228,7 @@ class HelmInstall:
     repo_url: str
     chart: str
     release_name: str
-    project: str
+    project: str | None  # explicit project; None: the platform's argocd.project (render/hub.py)
     argocd_namespace: str | None  # explicit argocdNamespace; None: the hub's (render/hub.py)
     destination_server: str | None  # explicit destinationServer; None: the cluster's destination
     values: Mapping[str, Any]

@@ -271,7 +271,7 @@ def render_platform(
         out.extend(multikueue.worker_objects(cluster, manager, list(frameworks or ()), meta, environment()))
     config, findings = kueueconfig.build(model, cluster, catalog)
     argocd_namespace = hub.namespace(model.platform, cluster)
-    out.extend(_deliver_config(cluster, config, argocd_namespace))
+    out.extend(_deliver_config(cluster, config, argocd_namespace, hub.project(model.platform, cluster)))
     if model.platform.argocd is not None:
         settings = model.platform.argocd
         meta = _hub_meta(cluster, settings.origin, WAVE_NAMESPACED)  # after kueue-<cluster>
@@ -323,7 +323,7 @@ def _hub_meta(cluster: Cluster, source: Origin | None = None, wave: str = WAVE_C
 
 
 def _deliver_config(
-    cluster: Cluster, config: kueueconfig.KueueConfig, argocd_namespace: str
+    cluster: Cluster, config: kueueconfig.KueueConfig, argocd_namespace: str, project: str
 ) -> list[RenderedObject]:
     if cluster.install == "helm" and cluster.helm is not None:
         helm = cluster.helm
@@ -333,7 +333,7 @@ def _deliver_config(
             "kueue-helm-application.yaml.j2",
             name=f"kueue-{cluster.name}",
             argocd_namespace=argocd_namespace,
-            project=helm.project,
+            project=project,
             repo_url=helm.repo_url,
             chart=helm.chart,
             version=cluster.kueue_version.lstrip("v"),
@@ -351,6 +351,6 @@ def _deliver_config(
             )
         ]
     assert cluster.manifests is not None
-    app = kueueapp.application(cluster, config, _hub_meta(cluster), argocd_namespace)
+    app = kueueapp.application(cluster, config, _hub_meta(cluster), argocd_namespace, project)
     patch = ("spec", "source", "kustomize", "patches", kueueapp.CONFIG_PATCH)
     return [RenderedObject(cluster.name, app, cluster.origin, {patch: config.origin})]
