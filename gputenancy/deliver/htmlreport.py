@@ -105,9 +105,6 @@ def spec(p: Pool, palette: Sequence[str] = (), when: str = "now", used: Used | N
             .mark_tick(color="#000", thickness=3)
             .encode(x="used:Q", y=y, tooltip=["tenant:N", "used:Q"])
         )
-    if p.capacity is not None:
-        capacity = alt.InlineData(values=[{"capacity": float(p.capacity.value / div)}])
-        layers.append(alt.Chart(capacity).mark_rule(color="#c00", strokeWidth=2).encode(x="capacity:Q"))
     chart = alt.layer(*layers).properties(
         title=title(p, when, used), width=360, height=max(40, 22 * len(p.grants))
     )
