@@ -325,15 +325,13 @@ def command(
         return 1
     used = None
     if source is not None:
-        from gputenancy.live import status, teams
+        from gputenancy.live import status
 
         try:
-            dump = status.read(source, None)
-            cluster = status.identify(dump, model, cluster, root)
+            used, cluster = status.usage_of(source, model, cluster, root)
         except PipelineError as exc:
             emit(report.format_findings(exc.findings, report.default_format()))
             return 1
-        used = teams.used(dump, cluster)
     only = [cluster] if cluster is not None else None
     found = budgets.pools(model, only)
     before = None
