@@ -4,6 +4,7 @@ server output from ../shared/clusters/ (brownfield setups and the live example c
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -262,3 +263,22 @@ def test_the_documented_kubectl_line_writes_a_file_the_reader_reads() -> None:
         assert line in (docs / name).read_text(), (
             f"docs/{name} shows another kubectl line than `status --help`"
         )
+
+
+def test_a_json_dump_reads_as_the_same_objects_as_its_yaml(tmp_path: Path) -> None:
+    """`kubectl get -o json` (what --context reads, and a file may hold): the same objects and bodies,
+    the two Lists of the documented line separated by its `---` or nothing."""
+    path = shared_dir() / "clusters" / "live" / "prod" / "dump.yaml"
+    from_yaml = read_dump(path)
+    lists = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    for sep in ("\n---\n", "\n"):
+        text = sep.join(json.dumps(d, indent=2) for d in lists)
+        from_json = read_text(text.encode(), "cluster.json")
+        assert [(o.key, o.body) for o in from_json.objects] == [(o.key, o.body) for o in from_yaml.objects]
+        assert from_json.kueue_config() == from_yaml.kueue_config()
+    with pytest.raises(PipelineError) as err:
+        read_text(b'{"apiVersion": "v1", "kind": "List", "items": [\n{"kind": ', "cut.json")
+    assert [f.format() for f in err.value.findings] == [
+        "cut.json:2:10: error: not JSON: Expecting value (dump-read)"
+    ]
+    assert all("json" in argv for argv in kubectl.commands(None, "json"))

@@ -11,6 +11,7 @@ name read from a dump can be trusted as a Kubernetes name (never as a path on it
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import yaml
 
 from gputenancy.check.kubernetes import names
-from gputenancy.common.findings import Finding, Origin, PipelineError
+from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.source import load_text
 
@@ -138,6 +139,10 @@ def read_text(data: bytes, shown: str) -> Dump:
     command = _command(data)
     findings: list[Finding] = []
     objects: list[LiveObject] = []
+    if data.lstrip()[:1] == b"{":
+        for doc in _json_documents(data, shown, findings):
+            objects.extend(_objects(doc, 0, findings, ()))
+        return _done(shown, objects, findings, command)
     starts = _document_starts(data, shown)
     for index, (start, end, first_line) in enumerate(starts):
         chunk = data[start:end]
@@ -154,12 +159,46 @@ def read_text(data: bytes, shown: str) -> Dump:
         if doc.data is None:
             continue
         objects.extend(_objects(doc, first_line, findings, (index,)))
+    return _done(shown, objects, findings, command)
+
+
+def _done(shown: str, objects: list[LiveObject], findings: list[Finding], command: str) -> Dump:
     if not objects and not findings:
         findings.append(Origin(shown).finding(RULE, "holds no Kubernetes objects (an empty List or file)"))
     findings.extend(_duplicates(objects))
     if findings:
         raise PipelineError(findings)
     return Dump(shown, tuple(objects), command)
+
+
+def _json_documents(data: bytes, shown: str, findings: list[Finding]) -> list[Document]:
+    """What `kubectl get -o json` prints: JSON values back to back (one per kubectl run). JSON has no
+    aliases or tags; it is read by the standard library's C scanner, many times faster than YAML,
+    without a line for each object (findings name the file)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        findings.append(Origin(shown).finding(RULE, f"not UTF-8 text: {exc.reason} at byte {exc.start}"))
+        return []
+    decoder = json.JSONDecoder()
+    out: list[Document] = []
+    at = 0
+    while True:
+        while at < len(text) and (text[at] in " \t\r\n" or text.startswith("---", at)):
+            at += 3 if text.startswith("---", at) else 1  # the documented line's separator
+        if at >= len(text):
+            return out
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            findings.append(
+                Finding(shown, exc.lineno, exc.colno, Severity.ERROR, RULE, f"not JSON: {exc.msg}")
+            )
+            return out
+        except RecursionError:
+            findings.append(Origin(shown).finding(RULE, "JSON nested too deep"))
+            return out
+        out.append(Document(shown, value, {}))
 
 
 def _command(data: bytes) -> str:

@@ -57,12 +57,16 @@ def _context_args(context: str | None) -> list[str]:
     return ["--context", context]
 
 
-def commands(context: str | None = None) -> list[list[str]]:
-    """The argv of each `kubectl get` run (the objects, then the manager's ConfigMap and Deployment)."""
+def commands(context: str | None = None, output: str = "yaml") -> list[list[str]]:
+    """The argv of each `kubectl get` run (the objects, then the manager's ConfigMap and Deployment);
+    `output` yaml (what people keep and read) or json (what `read_live` reads: the same objects, parsed
+    many times faster)."""
     ctx = _context_args(context)
+    if output not in ("yaml", "json"):
+        raise ValueError(output)
     return [
-        ["kubectl", *ctx, "get", ",".join(KINDS), "-A", "-o", "yaml", "--show-managed-fields"],
-        ["kubectl", *ctx, "-n", CONFIG_MAP[0], "get", *MANAGER, "-o", "yaml", "--show-managed-fields"],
+        ["kubectl", *ctx, "get", ",".join(KINDS), "-A", "-o", output, "--show-managed-fields"],
+        ["kubectl", *ctx, "-n", CONFIG_MAP[0], "get", *MANAGER, "-o", output, "--show-managed-fields"],
     ]
 
 
@@ -84,7 +88,7 @@ def read_live(context: str | None, *, shown: str | None = None) -> Dump:
     if shown is None:
         shown = f"kubectl --context {context}" if context else "kubectl (current context)"
     parts: list[str] = []
-    for i, argv in enumerate(commands(context)):
+    for i, argv in enumerate(commands(context, "json")):
         if _verb(argv) not in READ_VERBS:  # every argv is built above; this keeps it so
             raise AssertionError(f"not a read verb: {argv}")
         result = proc.run(argv if i == 0 else [*argv, "--ignore-not-found"], check=False, timeout=300)
@@ -102,5 +106,5 @@ def read_live(context: str | None, *, shown: str | None = None) -> Dump:
                 ]
             )
         parts.append(result.out)
-    text = "\n---\n".join(p for p in parts if p.strip())
+    text = "\n".join(p for p in parts if p.strip())
     return read_text(text.encode("utf-8"), shown)
