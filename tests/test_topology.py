@@ -19,11 +19,12 @@ NVLINK = {
 }
 
 
-def _bind(root: Path, cluster: str, flavor: str, topology: dict[str, Any] = NVLINK) -> None:
+def _bind(root: Path, cluster: str, *flavors: str, topology: dict[str, Any] = NVLINK) -> None:
     def change(d: dict[str, Any]) -> None:
         d["topologies"] = [topology]
-        (cap,) = [c for c in d["capacity"] if c["flavor"] == flavor]
-        cap["topologyName"] = topology["name"]
+        for cap in d["capacity"]:
+            if cap["flavor"] in flavors:
+                cap["topologyName"] = topology["name"]
 
     trees.edit(root, f"overlays/{cluster}/cluster.yaml", change)
 
@@ -32,17 +33,20 @@ def test_a_tas_flavor_renders_with_its_topology_and_every_supported_version_acce
     tmp_path: Path, shared: Path
 ) -> None:
     root = trees.example(tmp_path, generated=False)
-    _bind(root, "prod", "h100")
-    _bind(root, "lab", "t4", {"name": "lab", "levels": [{"nodeLabel": "kubernetes.io/hostname"}]})  # v0.18
+    _bind(root, "prod", "h100", "a100-mig")  # every flavor of prod's queues: TAS-only queues
+    _bind(root, "lab", "t4", topology={"name": "lab", "levels": [{"nodeLabel": "kubernetes.io/hostname"}]})
     result = engine.run(root, schemas=shared)
-    assert [f.format() for f in result.findings] == []
+    # lab's sandbox keeps CPU on default-flavor, which has no nodeLabels and so cannot be bound
+    assert [(f.path, f.rule) for f in result.findings] == [("tenants/sandbox.yaml", "topology-mixed-queue")]
     assert not [n for n in result.notes if "skipped" in n]
     prod = {(o.body["kind"], o.body["metadata"]["name"]): o.body for o in result.clusters["prod"].objects}
     assert prod[("Topology", "h100-nvlink")]["spec"] == {
         "levels": [{"nodeLabel": "nvidia.com/gpu.clique"}, {"nodeLabel": "kubernetes.io/hostname"}]
     }
     assert prod[("ResourceFlavor", "h100")]["spec"]["topologyName"] == "h100-nvlink"
-    assert "topologyName" not in prod[("ResourceFlavor", "a100-mig")]["spec"]  # bound per cluster and flavor
+    assert prod[("ResourceFlavor", "a100-mig")]["spec"]["topologyName"] == "h100-nvlink"
+    lab = {(o.body["kind"], o.body["metadata"]["name"]): o.body for o in result.clusters["lab"].objects}
+    assert "topologyName" not in lab.get(("ResourceFlavor", "h100"), {"spec": {}})["spec"]  # per cluster
 
 
 @pytest.mark.parametrize(
@@ -77,9 +81,27 @@ def test_what_kueue_needs_for_tas_is_checked_at_the_overlay(
     assert found and found[0].path == "overlays/prod/cluster.yaml" and words in found[0].message, found
 
 
+def test_a_queue_mixing_tas_flavors_with_others_is_warned_at_the_tenants_budget(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    _bind(root, "prod", "h100")  # a100-mig stays unbound: nlp, speech and vision hold both on prod
+    found = [f for f in engine.check_only(root)[1] if f.rule == "topology-mixed-queue"]
+    assert {f.path for f in found} == {"tenants/nlp.yaml", "tenants/speech.yaml", "tenants/vision.yaml"}, (
+        found
+    )
+    (at,) = [f for f in found if f.path == "tenants/nlp.yaml"]
+    line = (root / "tenants/nlp.yaml").read_text().splitlines()[at.line - 1]
+    assert "- flavor: a100-mig" in line, line
+    assert at.severity.name == "WARNING"
+    assert 'Flavor "h100" supports only TopologyAwareScheduling' in at.message
+    assert "capacity[].topologyName in overlays/prod/cluster.yaml" in at.message
+
+    _bind(root, "prod", "h100", "a100-mig")  # the fix: one Topology for both pools
+    assert [f for f in engine.check_only(root)[1] if f.rule == "topology-mixed-queue"] == []
+
+
 def test_the_plan_names_a_change_kueue_refuses_in_place(tmp_path: Path) -> None:
     root = trees.example(tmp_path, generated=False)
-    _bind(root, "prod", "h100")
+    _bind(root, "prod", "h100", "a100-mig")
     engine_result = engine.run(root)
     assert not engine_result.failed
     assert main(["--root", str(root), "render"]) == 0

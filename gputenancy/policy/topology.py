@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputenancy.common.findings import Finding
+from gputenancy.common.findings import Finding, Severity
 from gputenancy.common.hints import did_you_mean
 from gputenancy.inputs.spec import Model
 from gputenancy.policy.catalog import Catalog, err
@@ -81,3 +81,42 @@ def topology(model: Model, catalog: Catalog) -> Iterator[Finding]:
                     f"flavor {cap.flavor!r} is bound to a topology on cluster {cluster.name!r}, where the "
                     f"{GATE} feature gate is off (Kueue {cluster.kueue_version}): turn it on or drop topologyName",
                 )
+
+
+def topology_mixed_queue(model: Model, catalog: Catalog) -> Iterator[Finding]:
+    """A tenant's ClusterQueue on a cluster has only TAS flavors or none. Kueue treats a queue whose
+    flavors are all bound to a topology as TAS-only and places every job there by topology; in a queue
+    that mixes them, a job without a topology annotation is refused on the TAS flavors ('Flavor "h100"
+    supports only TopologyAwareScheduling') and a job with one on the others ('does not support
+    TopologyAwareScheduling'), so each job reaches only part of the tenant's budget
+    (pkg/scheduler/flavorassigner/tas_flavorassigner.go, checkPodSetAndFlavorMatchForTAS;
+    pkg/cache/scheduler/clusterqueue.go, isTASOnly). A MultiKueue manager is left out: its workers place.
+
+    Passes: budgets on prod for h100 and a100-mig, both bound to a topology there.
+    Fails: budgets on prod for h100 (topologyName: h100-nvlink) and a100-mig (no topologyName).
+    """
+    for cluster in model.clusters.values():
+        if cluster.multikueue is not None:
+            continue
+        tas = {cap.flavor: cap.topology for cap in cluster.capacity if cap.topology is not None}
+        if not tas:
+            continue
+        offered = {cap.flavor for cap in cluster.capacity}
+        for tenant in model.tenants_on(cluster.name):
+            budget = tenant.budget_for(cluster.name) or ()
+            bound = [fb for fb in budget if fb.flavor in tas]
+            plain = [fb for fb in budget if fb.flavor not in tas and fb.flavor in offered]  # flavor-unknown
+            if not bound or not plain:
+                continue
+            yield plain[0].origin.finding(
+                "topology-mixed-queue",
+                f"ClusterQueue {tenant.name!r} on cluster {cluster.name!r} mixes TAS flavors "
+                f"({', '.join(fb.flavor for fb in bound)}) with others "
+                f"({', '.join(fb.flavor for fb in plain)}): Kueue refuses a job without a topology "
+                f'annotation on {bound[0].flavor!r} (Flavor "{bound[0].flavor}" supports only '
+                f"TopologyAwareScheduling) and one with it on {plain[0].flavor!r}, so each job reaches "
+                f"part of the budget; bind all the tenant's flavors on {cluster.name!r} to a topology "
+                f"(capacity[].topologyName in {cluster.path}), or none: a TAS-only queue places every job "
+                "by topology",
+                Severity.WARNING,
+            )
