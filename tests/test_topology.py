@@ -119,9 +119,29 @@ def test_the_plan_names_a_change_kueue_refuses_in_place(tmp_path: Path) -> None:
     assert made is not None
     found = {r.subject: r.message for r in made.risks if r.risk == "immutable-field"}
     assert set(found) == {"Topology h100-nvlink", "ResourceFlavor h100"}, found
-    assert "spec.levels is immutable" in found["Topology h100-nvlink"]
-    assert "spec.nodeLabels is immutable once topologyName is set" in found["ResourceFlavor h100"]
+    topo, flavor = found["Topology h100-nvlink"], found["ResourceFlavor h100"]
     assert (
-        "resource-in-use finalizer" in found["ResourceFlavor h100"]
-        and "Argo CD" in found["ResourceFlavor h100"]
+        'Topology h100-nvlink: spec.levels cannot change in place (Kueue\'s CRD: "field is immutable")'
+        in topo
     )
+    assert "spec.nodeLabels cannot change in place once topologyName is set" in flavor
+    for message, wave in ((topo, "-3"), (flavor, "-2")):
+        assert f"fails at sync wave {wave}" in message, message
+        assert "Replace=true is refused the same way" in message
+        assert "hangs on Kueue's kueue.x-k8s.io/resource-in-use finalizer" in message
+        assert "workloads already admitted keep running" in message
+    assert "while a ClusterQueue names the flavor" in flavor and "a ResourceFlavor is bound to it" in topo
+
+
+def test_the_plan_notes_a_flavor_becoming_a_tas_flavor(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    assert main(["--root", str(root), "render"]) == 0
+    trees.committed(root).close()
+    _bind(root, "prod", "h100", "a100-mig")
+    _, made = plan.make(root, cluster="prod", against=None, schemas=None, allow_delete=False)
+    assert made is not None
+    found = {r.subject: r.message for r in made.risks if r.risk == "topology-set"}
+    assert set(found) == {"ResourceFlavor h100", "ResourceFlavor a100-mig"}, found
+    assert "becomes a TAS flavor (topologyName: h100-nvlink)" in found["ResourceFlavor h100"]
+    assert "not by their ResourceClaims' devices" in found["ResourceFlavor h100"]
+    assert not [r for r in made.risks if r.risk == "immutable-field"]

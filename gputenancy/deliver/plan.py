@@ -41,7 +41,7 @@ class Risk:
     """risk: queue-deleted | localqueue-replaced | claim-template-replaced | kueue-config-changed |
     capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py) |
     cluster-renamed | destination-changed (deliver/rename.py) | fleet-worker-added | fleet-worker-removed
-    (deliver/fleetrisks.py) | immutable-field (deliver/risks.py)"""
+    (deliver/fleetrisks.py) | immutable-field | topology-set (deliver/risks.py)"""
 
     cluster: str
     risk: str
