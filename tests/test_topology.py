@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import fleetrepo
 import pytest
 import trees
 
@@ -145,3 +146,54 @@ def test_the_plan_notes_a_flavor_becoming_a_tas_flavor(tmp_path: Path) -> None:
     assert "becomes a TAS flavor (topologyName: h100-nvlink)" in found["ResourceFlavor h100"]
     assert "not by their ResourceClaims' devices" in found["ResourceFlavor h100"]
     assert not [r for r in made.risks if r.risk == "immutable-field"]
+
+
+RACKS = {
+    "name": "racks",
+    "levels": [{"nodeLabel": "topology.acme.io/rack"}, {"nodeLabel": "kubernetes.io/hostname"}],
+}
+
+
+def _fleet(root: Path, w2_topology: dict[str, Any] | None) -> Path:
+    """A fleet whose two workers both offer h100; w1 binds it to racks, w2 to `w2_topology` (None: unbound)."""
+    w1 = fleetrepo.worker("w1", flavor="h100", topologies=[RACKS])
+    w1["capacity"][0]["topologyName"] = "racks"
+    w2 = fleetrepo.worker("w2", flavor="h100")
+    if w2_topology is not None:
+        w2["topologies"] = [w2_topology]
+        w2["capacity"][0]["topologyName"] = w2_topology["name"]
+    both = {"w1": "h100", "w2": "h100"}
+    teams = [fleetrepo.tenant("nlp", {"w1": 4, "w2": 2}, flavor_of=both, namespaces=["nlp-train"])]
+    return fleetrepo.write(root, clusters=[fleetrepo.manager(), w1, w2], tenants=teams)
+
+
+def test_a_manager_binds_a_flavor_its_workers_bind_alike(tmp_path: Path) -> None:
+    """Kueue on the manager assigns flavors first: it needs the TAS flavor too, with the workers' levels."""
+    alike = {"name": "rows", "levels": RACKS["levels"]}  # another name, the same levels
+    root = _fleet(tmp_path / "alike", alike)
+    result = engine.run(root)
+    assert [f.format() for f in result.findings if f.rule.startswith("topology")] == []
+    mgr = {(o.body["kind"], o.body["metadata"]["name"]): o.body for o in result.clusters["mgr"].objects}
+    assert mgr[("ResourceFlavor", "h100")]["spec"]["topologyName"] == "racks"
+    assert mgr[("Topology", "racks")]["spec"]["levels"] == RACKS["levels"]
+
+
+@pytest.mark.parametrize(
+    "w2_topology",
+    [None, {"name": "racks", "levels": [{"nodeLabel": "kubernetes.io/hostname"}]}],
+    ids=["unbound", "other-levels"],
+)
+def test_a_worker_tas_flavor_the_manager_cannot_bind_is_warned(
+    tmp_path: Path, w2_topology: dict[str, Any] | None
+) -> None:
+    root = _fleet(tmp_path, w2_topology)
+    found = [f for f in engine.check_only(root)[1] if f.rule == "topology-fleet"]
+    (at,) = [f for f in found if f.path == "overlays/w1/cluster.yaml"]
+    line = (root / at.path).read_text().splitlines()[at.line - 1]
+    assert "topologyName: racks" in line, line
+    assert at.severity.name == "WARNING"
+    assert 'Flavor "h100" does not support TopologyAwareScheduling' in at.message
+    assert "manager 'mgr'" in at.message
+    result = engine.run(root)
+    mgr = {(o.body["kind"], o.body["metadata"]["name"]): o.body for o in result.clusters["mgr"].objects}
+    assert "topologyName" not in mgr[("ResourceFlavor", "h100")]["spec"]

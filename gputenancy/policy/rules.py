@@ -86,6 +86,7 @@ RULES: dict[str, Rule] = {
     "namespace-selector": namespacelabels.namespace_selector,
     "topology": topology.topology,
     "topology-mixed-queue": topology.topology_mixed_queue,
+    "topology-fleet": topology.topology_fleet,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

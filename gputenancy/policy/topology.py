@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from gputenancy.common.findings import Finding, Severity
 from gputenancy.common.hints import did_you_mean
+from gputenancy.inputs import fleet
 from gputenancy.inputs.spec import Model
 from gputenancy.policy.catalog import Catalog, err
 from gputenancy.versions import gates
@@ -90,14 +91,13 @@ def topology_mixed_queue(model: Model, catalog: Catalog) -> Iterator[Finding]:
     supports only TopologyAwareScheduling') and a job with one on the others ('does not support
     TopologyAwareScheduling'), so each job reaches only part of the tenant's budget
     (pkg/scheduler/flavorassigner/tas_flavorassigner.go, checkPodSetAndFlavorMatchForTAS;
-    pkg/cache/scheduler/clusterqueue.go, isTASOnly). A MultiKueue manager is left out: its workers place.
+    pkg/cache/scheduler/clusterqueue.go, isTASOnly). A MultiKueue manager's queues too: Kueue assigns
+    flavors there before dispatching.
 
     Passes: budgets on prod for h100 and a100-mig, both bound to a topology there.
     Fails: budgets on prod for h100 (topologyName: h100-nvlink) and a100-mig (no topologyName).
     """
     for cluster in model.clusters.values():
-        if cluster.multikueue is not None:
-            continue
         tas = {cap.flavor: cap.topology for cap in cluster.capacity if cap.topology is not None}
         if not tas:
             continue
@@ -120,3 +120,43 @@ def topology_mixed_queue(model: Model, catalog: Catalog) -> Iterator[Finding]:
                 "by topology",
                 Severity.WARNING,
             )
+
+
+def topology_fleet(model: Model, catalog: Catalog) -> Iterator[Finding]:
+    """A flavor a MultiKueue worker binds to a topology is bound on its manager too, to a topology with the
+    same levels. The manager takes the binding from its workers when every worker offering the flavor binds
+    it to a topology with the same levels; otherwise it renders the flavor without one, and Kueue on the
+    manager, which assigns flavors before dispatching, refuses every job whose pod template asks for a
+    topology on it ('Flavor "h100" does not support TopologyAwareScheduling') so it never reaches a worker
+    (pkg/scheduler/flavorassigner/tas_flavorassigner.go; the manager leaves the placement to the worker).
+
+    Passes: gpu-west and gpu-east both bind h100 to a topology with levels [rack, hostname].
+    Fails: gpu-west binds h100 to racks, gpu-east offers h100 bound to none.
+    """
+    for manager in fleet.managers(model):
+        mine = {cap.flavor: cap.topology for cap in manager.capacity}
+        levels = {t.name: t.levels for t in manager.topologies}
+        for worker in fleet.workers_of(model, manager):
+            theirs = {t.name: t.levels for t in worker.topologies}
+            for cap in worker.capacity:
+                if cap.topology is None or cap.topology not in theirs or cap.flavor not in mine:
+                    continue  # `topology` says a missing Topology
+                bound = mine[cap.flavor]
+                if bound is not None and levels.get(bound) == theirs[cap.topology]:
+                    continue
+                others = [
+                    w.name
+                    for w in fleet.workers_of(model, manager)
+                    for c in w.capacity
+                    if c.flavor == cap.flavor and w.name != worker.name
+                ]
+                yield (cap.topology_origin or cap.origin).finding(
+                    "topology-fleet",
+                    f"flavor {cap.flavor!r} is bound to topology {cap.topology!r} on worker {worker.name!r} but "
+                    f"not on its MultiKueue manager {manager.name!r}, because the other workers offering it "
+                    f"({', '.join(others) or 'none'}) bind it to none or to a topology with other levels: Kueue "
+                    f"on the manager refuses every job asking for a topology on {cap.flavor!r} "
+                    f'(Flavor "{cap.flavor}" does not support TopologyAwareScheduling) and dispatches none; '
+                    f"bind it to topologies with the same levels on every worker of {manager.name!r}",
+                    Severity.WARNING,
+                )
