@@ -197,3 +197,19 @@ def test_a_worker_tas_flavor_the_manager_cannot_bind_is_warned(
     result = engine.run(root)
     mgr = {(o.body["kind"], o.body["metadata"]["name"]): o.body for o in result.clusters["mgr"].objects}
     assert "topologyName" not in mgr[("ResourceFlavor", "h100")]["spec"]
+
+
+def test_a_patch_renaming_the_topology_is_refused_after_the_build(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    _bind(root, "prod", "h100", "a100-mig")
+    rename = (
+        "patches:\n  - target:\n      kind: Topology\n    patch: |-\n"
+        "      - op: replace\n        path: /metadata/name\n        value: rows\n"
+    )
+    trees.replace(root, "overlays/prod/kustomization.yaml", "patches:\n", rename)
+    found = [f for f in engine.run(root).findings if f.rule == "built-topology-reference"]
+    assert {f.path for f in found} == {"overlays/prod/cluster.yaml"}, [f.format() for f in found]
+    lines = (root / "overlays/prod/cluster.yaml").read_text().splitlines()
+    assert sorted(f.line for f in found) == [i + 1 for i, t in enumerate(lines) if "topologyName:" in t]
+    assert all("built by overlays/prod/kustomization.yaml:9 (patches)" in f.message for f in found), found
+    assert {f.message.split("'")[1] for f in found} == {"h100", "a100-mig"}
