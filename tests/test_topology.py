@@ -146,6 +146,12 @@ def test_the_plan_notes_a_flavor_becoming_a_tas_flavor(tmp_path: Path) -> None:
     assert "becomes a TAS flavor (topologyName: h100-nvlink)" in found["ResourceFlavor h100"]
     assert "not by their ResourceClaims' devices" in found["ResourceFlavor h100"]
     assert not [r for r in made.risks if r.risk == "immutable-field"]
+    (prod,) = [c for c in made.clusters if c.name == "prod"]
+    assert [p for p in prod.prerequisites if "Topology" in p] == [
+        "Topology h100-nvlink is new on prod: label the nodes of flavor(s) h100, a100-mig with "
+        "nvidia.com/gpu.clique before Argo CD syncs (Kueue places a TAS flavor's pods only on its nodes "
+        "that carry every level's label)"
+    ]
 
 
 RACKS = {

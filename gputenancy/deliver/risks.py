@@ -191,3 +191,25 @@ def _immutable(cluster: str, objects: Sequence[Any], olds: Mapping[Any, Any]) ->
             new = next((c.new for c in o.changes if tuple(c.path[:2]) == ("spec", "topologyName")), "")
             out.append(("topology-set", subject, _GAINS.format(subject=subject, topology=new)))
     return out
+
+
+def topology_labels(cluster: Any, objects: Sequence[Any]) -> list[str]:
+    """A prerequisite of the sync per Topology new on the cluster: the nodes of the flavors bound to it
+    carry every level's label (Kueue's TAS counts only those nodes, pkg/util/tas; the kubelet sets
+    kubernetes.io/hostname). A MultiKueue manager's Topologies need no nodes: the workers place."""
+    if cluster is None or cluster.multikueue is not None:
+        return []
+    out = []
+    levels = {t.name: t.levels for t in cluster.topologies}
+    for o in objects:
+        if o.action != "added" or o.key.kind != "Topology":
+            continue
+        flavors = [c.flavor for c in cluster.capacity if c.topology == o.key.name]
+        labels = [lv for lv in levels.get(o.key.name, ()) if lv != "kubernetes.io/hostname"]
+        if flavors and labels:
+            out.append(
+                f"Topology {o.key.name} is new on {cluster.name}: label the nodes of flavor(s) "
+                f"{', '.join(flavors)} with {', '.join(labels)} before Argo CD syncs (Kueue places a TAS "
+                "flavor's pods only on its nodes that carry every level's label)"
+            )
+    return out
