@@ -395,3 +395,82 @@ def test_with_a_dump_the_cluster_objects_decide(
     assert (code, w["outcome"], w["kueueMessage"]) == (1, "inadmissible", "LocalQueue nlp doesn't exist")
     label = next(n for n, line in enumerate(path.read_text().splitlines(), 1) if "queue-name" in line)
     assert w["decidedAt"] == f"{path}:{label}"  # the kueue.x-k8s.io/queue-name label
+
+
+RACKS = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "Topology",
+    "metadata": {"name": "racks"},
+    "spec": {
+        "levels": [
+            {"nodeLabel": "topology.acme.io/block"},
+            {"nodeLabel": "topology.acme.io/rack"},
+            {"nodeLabel": "kubernetes.io/hostname"},
+        ]
+    },
+}
+
+
+def _tas(repo: Path, *flavors: str) -> None:
+    """Bind prod's rendered `flavors` to the Topology racks, as a cluster.yaml's capacity[].topologyName does."""
+    (repo / "generated/prod/topology").mkdir(exist_ok=True)
+    (repo / "generated/prod/topology/racks.yaml").write_text(yaml.safe_dump(RACKS))
+    for name in flavors:
+        path = repo / f"generated/prod/resourceflavor/{name}.yaml"
+        body = yaml.safe_load(path.read_text())
+        body["spec"]["topologyName"] = "racks"
+        path.write_text(yaml.safe_dump(body))
+
+
+def _asking(level: str) -> dict[str, Any]:
+    job = _job()
+    job["spec"]["template"]["metadata"] = {"annotations": {"kueue.x-k8s.io/podset-required-topology": level}}
+    return job
+
+
+def test_a_queue_mixing_tas_flavors_refuses_jobs_as_kueue_does(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """h100 bound to a Topology, a100-mig not (nlp's queue holds both): a job without a topology annotation
+    is refused on h100 and can never run (a100-mig has no H100s); one asking for a rack is admitted on h100;
+    one asking for a level the Topology lacks is refused there too."""
+    _tas(repo, "h100")
+    code, [w], _ = _admit(repo, tmp_path, [_job()], capsys)
+    assert (code, w["outcome"]) == (1, "never")
+    assert 'Flavor "h100" supports only TopologyAwareScheduling' in w["kueueMessage"]
+    assert w["kueueMessage"].startswith("couldn't assign flavors to pod set main: ")
+    assert "Topology Aware Scheduling rules out h100" in w["why"]
+    assert "kueue.x-k8s.io/podset-required-topology" in w["fix"] and "topology-mixed-queue" in w["fix"]
+
+    code, [w], _ = _admit(repo, tmp_path, [_asking("topology.acme.io/rack")], capsys)
+    assert (code, w["outcome"], w["flavors"]["main"]["nvidia.com/gpu"]) == (0, "admitted", "h100")
+
+    code, [w], _ = _admit(repo, tmp_path, [_asking("example.com/pod")], capsys)
+    assert (code, w["outcome"]) == (1, "never")
+    assert 'Flavor "h100" does not contain the requested level' in w["kueueMessage"]
+
+
+def test_an_annotated_job_is_refused_on_a_flavor_without_topology(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """a100-mig bound, h100 not: a job asking for a rack is refused on h100 (it requests cpu, a resource of
+    the group) and a100-mig has no H100s for it."""
+    _tas(repo, "a100-mig")
+    code, [w], _ = _admit(repo, tmp_path, [_asking("topology.acme.io/rack")], capsys)
+    assert (code, w["outcome"]) == (1, "never")
+    assert 'Flavor "h100" does not support TopologyAwareScheduling' in w["kueueMessage"]
+    assert "drop the topology annotations" in w["fix"]
+    code, [w], _ = _admit(repo, tmp_path, [_job()], capsys)  # no annotation: h100 as before
+    assert (code, w["outcome"], w["flavors"]["main"]["nvidia.com/gpu"]) == (0, "admitted", "h100")
+
+
+def test_a_tas_only_queue_admits_jobs_with_and_without_a_topology_annotation(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _tas(repo, "h100", "a100-mig")
+    code, workloads, _ = _admit(repo, tmp_path, [_job("plain"), _asking("topology.acme.io/rack")], capsys)
+    assert [(w["outcome"], w["flavors"]["main"]["nvidia.com/gpu"]) for w in workloads] == [
+        ("admitted", "h100"),
+        ("admitted", "h100"),
+    ]
+    assert code == 0

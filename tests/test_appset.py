@@ -236,6 +236,7 @@ def test_ignore_differences_only_for_kueue_finalizers(tmp_path: Path) -> None:
     assert app["spec"]["ignoreDifferences"] == [
         {"group": "kueue.x-k8s.io", "kind": "ClusterQueue", "jsonPointers": ["/metadata/finalizers"]},
         {"group": "kueue.x-k8s.io", "kind": "ResourceFlavor", "jsonPointers": ["/metadata/finalizers"]},
+        {"group": "kueue.x-k8s.io", "kind": "Topology", "jsonPointers": ["/metadata/finalizers"]},
     ]
 
 

@@ -9,7 +9,13 @@ requests on the flavor included) against the queue's maximum capacity ("insuffic
 and what it can use now ("insufficient unused quota for <r> in flavor <f>, <n> more needed"). The search
 stops at a flavor that fits without borrowing, and at one that fits by borrowing when `flavorFungibility
 .whenCanBorrow` is MayStopSearch (the default); else the best is kept. A resource no group covers is
-"resource <r> unavailable in ClusterQueue". The reasons of a pod set are sorted and joined, after
+"resource <r> unavailable in ClusterQueue". With the TopologyAwareScheduling gate on, before the taints
+(tas_flavorassigner.go, checkPodSetAndFlavorMatchForTAS): in a ClusterQueue whose flavors are all bound to
+a topology (TAS-only) every pod set is placed by topology; otherwise a pod set whose template asks for a
+topology (kueue.x-k8s.io/podset-required-topology and the like) is refused on a flavor bound to none when
+it requests a resource of the group ('Flavor "<f>" does not support TopologyAwareScheduling') and on a
+topology without the level it names ('Flavor "<f>" does not contain the requested level'), and one that
+does not ask is refused on a TAS flavor ('Flavor "<f>" supports only TopologyAwareScheduling'). The reasons of a pod set are sorted and joined, after
 "couldn't assign flavors to pod set <name>: ", as Kueue's Status.Message does. Preemption is not simulated:
 a workload that does not fit now waits.
 """
@@ -34,6 +40,8 @@ class Flavor:
     node_labels: Mapping[str, str]
     taints: tuple[Mapping[str, Any], ...]
     tolerations: tuple[Mapping[str, Any], ...]
+    topology: str | None = None  # spec.topologyName: a TAS flavor
+    levels: tuple[str, ...] = ()  # its Topology's level node labels ((): the Topology is not known)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +55,9 @@ class Assignment:
     blocked: tuple[tuple[str, str], ...]  # (flavor, resource) that stopped the best flavor
     uncovered: tuple[str, ...]
     usage: Mapping[FR, Decimal]
+    topology: tuple[
+        tuple[str, str], ...
+    ] = ()  # (flavor, Kueue's reason) refused by Topology Aware Scheduling
 
 
 def _taint_text(t: Mapping[str, Any]) -> str:
@@ -117,6 +128,51 @@ def matches(flavor: Flavor, pod: Mapping[str, Any], keys: set[str]) -> bool:
     return False
 
 
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+SLICE_CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+
+
+def asks_topology(annotations: Mapping[str, str]) -> bool:
+    """The pod template requests TAS explicitly (jobframework/tas.go Build, workload.IsExplicitlyRequestingTAS)."""
+    return any(k in annotations for k in (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_CONSTRAINTS)) or (
+        SLICE_REQUIRED in annotations and SLICE_SIZE in annotations
+    )
+
+
+def _pod_resources(pod: Mapping[str, Any]) -> set[str]:
+    """The resources the pod spec's containers, init containers and overhead request (Kueue's
+    NewRequestsFromPodSpec; limits stand for missing requests, as the API server defaults them)."""
+    out = {str(k) for k in pod.get("overhead") or {}} if isinstance(pod.get("overhead"), dict) else set()
+    for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+        resources = c.get("resources") if isinstance(c, dict) else None
+        for part in ("requests", "limits"):
+            amounts = resources.get(part) if isinstance(resources, dict) else None
+            out.update(str(k) for k in amounts or {} if isinstance(amounts, dict))
+    return out
+
+
+def tas_mismatch(
+    flavor: Flavor, annotations: Mapping[str, str], pod: Mapping[str, Any], covered: set[str], tas_only: bool
+) -> str | None:
+    """Kueue's reason a pod set cannot use `flavor` by Topology Aware Scheduling, or None."""
+    if asks_topology(annotations):
+        if flavor.topology is None:
+            if not _pod_resources(pod) & covered:
+                return None  # the flavor gives only what the TAS flavor does not (quota-only resources)
+            return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
+        asked = [annotations[k] for k in (REQUIRED, PREFERRED, SLICE_REQUIRED) if k in annotations][:1]
+        if flavor.levels and any(level not in flavor.levels for level in asked):
+            return f'Flavor "{flavor.name}" does not contain the requested level'
+        return None
+    if flavor.topology is not None and not tas_only:
+        return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'
+    return None
+
+
 def _plain(resource: str, value: Decimal) -> str:
     """An amount as Kueue prints it (`resources.ResourceQuantityString`: memory and storage binary)."""
     binary = resource in ("memory", "ephemeral-storage") or resource.endswith(("memory", "storage"))
@@ -131,7 +187,12 @@ def assign(
     fungibility: Mapping[str, Any],
     pod_sets: Sequence[tuple[PodSetCharge, Mapping[str, Any]]],
     ignore_undeclared: bool,
+    annotations: Sequence[Mapping[str, str]] = (),  # each pod set's template annotations
+    tas: bool = True,  # the TopologyAwareScheduling gate
 ) -> Assignment:
+    named = [flavors.get(n) for _, names in groups for n in names]
+    tas_only = all(f is not None and f.topology is not None for f in named)
+    topology: list[tuple[str, str]] = []
     may_stop_borrowing = fungibility.get("whenCanBorrow", "MayStopSearch") in ("MayStopSearch", "Borrow")
     assumed: dict[FR, Decimal] = {}
     chosen: list[tuple[str, tuple[tuple[str, str], ...]]] = []
@@ -140,7 +201,8 @@ def assign(
     blocked: list[tuple[str, str]] = []
     uncovered: list[str] = []
     worst = FIT
-    for ps, pod in pod_sets:
+    for index, (ps, pod) in enumerate(pod_sets):
+        asked = annotations[index] if index < len(annotations) else {}
         requests = {r: q.value for r, q in ps.total().items()}
         reasons: list[str] = []
         picked: list[tuple[str, str]] = []
@@ -160,6 +222,11 @@ def assign(
                 flavor = flavors.get(name)
                 if flavor is None:
                     reasons.append(f"flavor {name} not found")
+                    continue
+                mismatch = tas_mismatch(flavor, asked, pod, covered, tas_only) if tas else None
+                if mismatch is not None:
+                    reasons.append(mismatch)
+                    topology.append((name, mismatch))
                     continue
                 taint = untolerated(flavor, pod)
                 if taint is not None:
@@ -217,5 +284,12 @@ def assign(
             messages.append(f"couldn't assign flavors to pod set {ps.name}: {', '.join(sorted(reasons))}")
         chosen.append((ps.name, tuple(picked)))
     return Assignment(
-        tuple(chosen), worst, "; ".join(messages), tuple(borrowing), tuple(blocked), tuple(uncovered), assumed
+        tuple(chosen),
+        worst,
+        "; ".join(messages),
+        tuple(borrowing),
+        tuple(blocked),
+        tuple(uncovered),
+        assumed,
+        tuple(dict.fromkeys(topology)),
     )

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from gputenancy.admission.assign import BORROW, FIT, NOFIT, assign
+from gputenancy.admission.assign import BORROW, FIT, NOFIT, REQUIRED, assign
 from gputenancy.admission.charge import PodSetCharge, charge
 from gputenancy.admission.manifests import QUEUE_LABEL, Workload
 from gputenancy.admission.target import RULE, Holder, Target
@@ -235,6 +235,8 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
             fungibility,
             pods,
             target.ignore_undeclared,
+            [ps.annotations for ps in w.pod_sets],
+            target.tas,
         )
         if result.mode >= BORROW:
             target.tree.add(cq_name, result.usage)
@@ -265,6 +267,22 @@ def judge(target: Target, workloads: Sequence[Workload]) -> tuple[list[Verdict],
             )
             continue
         lacking = set(result.blocked)
+        if result.mode == NOFIT and result.topology and not result.uncovered:
+            ruled_out = [f for f, _ in result.topology]
+            verdicts.append(
+                verdict(
+                    NEVER,
+                    cq_name,
+                    result.message,
+                    f"Topology Aware Scheduling rules out {', '.join(ruled_out)} for this job"
+                    + ("; the queue's other flavors cannot hold it" if lacking else ""),
+                    _flavor_line(target, cq, ruled_out[0]) or cq.origin,
+                    _tas_fix(cq_name, result.topology),
+                    charges=charges,
+                    notes=notes,
+                )
+            )
+            continue
         if result.mode == NOFIT:
             verdicts.append(
                 verdict(
@@ -331,6 +349,32 @@ def _budget_line(target: Target, cq: Built, wanted: Sequence[tuple[str, str]]) -
                     return Origin(tenant.path, amount.origin.line, amount.origin.col)
             return Origin(tenant.path, fb.origin.line, fb.origin.col)
     return None
+
+
+def _flavor_line(target: Target, cq: Built, flavor: str) -> Origin | None:
+    """The tenant's budget line of `flavor` on the target cluster, None when it has none."""
+    budgets = cq.tenant.budget_for(target.view.cluster.name) if cq.tenant is not None else None
+    for fb in budgets or ():
+        if fb.flavor == flavor and cq.tenant is not None:
+            return Origin(cq.tenant.path, fb.origin.line, fb.origin.col)
+    return None
+
+
+def _tas_fix(cq: str, refused: Sequence[tuple[str, str]]) -> str:
+    reason = refused[0][1]
+    if "supports only" in reason:
+        return (
+            f"annotate the pod template with {REQUIRED} (or podset-preferred-topology, "
+            f'podset-unconstrained-topology: "true") to use {refused[0][0]}; or bind every flavor of '
+            f"ClusterQueue {cq} to a topology, so Kueue places unannotated jobs by topology too, or none "
+            "(topology-mixed-queue)"
+        )
+    if "requested level" in reason:
+        return f"ask for a level of {refused[0][0]}'s Topology, or give it that level"
+    return (
+        f"drop the topology annotations to use {refused[0][0]}, or bind every flavor of ClusterQueue {cq} to "
+        "a topology (topology-mixed-queue)"
+    )
 
 
 def _never_fix(cq: str, uncovered: Sequence[str], lacking: set[tuple[str, str]]) -> str:

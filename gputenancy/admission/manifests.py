@@ -69,6 +69,7 @@ class PodSet:
     count: int
     spec: Mapping[str, Any]
     path: Path_
+    annotations: Mapping[str, str] = dataclasses.field(default_factory=dict)  # the pod template's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,7 +233,7 @@ def _workload(doc: Document, base: Path_, value: Any, findings: list[Finding]) -
     labels = _map(meta.get("labels"))
     queue = labels.get(QUEUE_LABEL)
     spec = _map(value.get("spec"))
-    pod_sets = list(_pod_sets(kind, spec))
+    pod_sets = [_annotated(ps, value) for ps in _pod_sets(kind, spec)]
     if not pod_sets:
         findings.append(doc.origin(*base, "spec").finding(RULE, f"{kind} {name!r} has no pod template"))
         return None
@@ -248,6 +249,22 @@ def _workload(doc: Document, base: Path_, value: Any, findings: list[Finding]) -
         framework,
         per_pod=kind == "Deployment",
     )
+
+
+def _annotated(ps: PodSet, value: Mapping[str, Any]) -> PodSet:
+    """The pod set with its pod template's annotations (the object's own for a Pod), where Kueue reads a
+    pod set's topology request (kueue.x-k8s.io/podset-required-topology and the like)."""
+    if not ps.path or ps.path[-1] != "spec":
+        return ps
+    node: Any = value
+    for key in ps.path[:-1]:
+        if isinstance(key, int):
+            node = node[key] if isinstance(node, list) and 0 <= key < len(node) else None
+        else:
+            node = node.get(key) if isinstance(node, dict) else None
+    annotations = _map(_map(_map(node).get("metadata")).get("annotations"))
+    found = {str(k): str(v) for k, v in annotations.items()}
+    return dataclasses.replace(ps, annotations=found) if found else ps
 
 
 def _job_pods(spec: Mapping[str, Any]) -> int:

@@ -46,6 +46,7 @@ LIVE_KINDS = (
     "ResourceFlavor",
     "ResourceClaimTemplate",
     "DeviceClass",
+    "Topology",
 )
 
 
@@ -75,6 +76,7 @@ class Target:
     holders: tuple[Holder, ...]
     source: str  # "generated/lab/" or the dump
     live: bool
+    tas: bool = True  # the TopologyAwareScheduling gate: off, Kueue ignores flavors' topologyName
 
     @functools.cached_property
     def _local_queues(self) -> dict[tuple[str, str], Built]:
@@ -135,16 +137,30 @@ def _live(dump: Dump, cluster: str) -> list[RenderedObject]:
     return out
 
 
-def _flavor(b: Built) -> Flavor:
+def _levels(view: View) -> dict[str, tuple[str, ...]]:
+    """Each Topology's level node labels, widest first."""
+    out = {}
+    for t in view.of(KUEUE, "Topology"):
+        levels = _spec(t).get("levels")
+        out[t.name] = tuple(
+            str(lv["nodeLabel"]) for lv in levels or [] if isinstance(lv, dict) and "nodeLabel" in lv
+        )
+    return out
+
+
+def _flavor(b: Built, levels: Mapping[str, tuple[str, ...]]) -> Flavor:
     spec = b.body.get("spec") if isinstance(b.body.get("spec"), dict) else {}
     assert isinstance(spec, dict)
     labels = spec.get("nodeLabels") if isinstance(spec.get("nodeLabels"), dict) else {}
     assert isinstance(labels, dict)
+    topology = spec.get("topologyName") if isinstance(spec.get("topologyName"), str) else None
     return Flavor(
         b.name,
         {str(k): str(v) for k, v in labels.items()},
         tuple(t for t in spec.get("nodeTaints") or [] if isinstance(t, dict)),
         tuple(t for t in spec.get("tolerations") or [] if isinstance(t, dict)),
+        topology,
+        levels.get(topology, ()) if topology else (),
     )
 
 
@@ -202,10 +218,11 @@ def load(root: Path, model: Model, cluster: str, dump: Dump | None, *, usage: bo
         )
     except ValueError:
         effective = {}
+    levels = _levels(view)
     return Target(
         view=view,
         tree=tree,
-        flavors={b.name: _flavor(b) for b in view.of(KUEUE, "ResourceFlavor")},
+        flavors={b.name: _flavor(b, levels) for b in view.of(KUEUE, "ResourceFlavor")},
         rules=Rules(
             mappings(config),
             config_transformations(config),
@@ -223,6 +240,7 @@ def load(root: Path, model: Model, cluster: str, dump: Dump | None, *, usage: bo
         holders=holders,
         source=dump.path if dump is not None else f"generated/{cluster}/",
         live=dump is not None,
+        tas=bool(effective.get("TopologyAwareScheduling", True)),
     )
 
 

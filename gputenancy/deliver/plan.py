@@ -41,7 +41,7 @@ class Risk:
     """risk: queue-deleted | localqueue-replaced | claim-template-replaced | kueue-config-changed |
     capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py) |
     cluster-renamed | destination-changed (deliver/rename.py) | fleet-worker-added | fleet-worker-removed
-    (deliver/fleetrisks.py) | immutable-field (deliver/risks.py)"""
+    (deliver/fleetrisks.py) | immutable-field | topology-set (deliver/risks.py)"""
 
     cluster: str
     risk: str
@@ -483,7 +483,8 @@ def _renamed(found: Sequence[budgets.Pool], moved: Mapping[str, str]) -> list[bu
 
 
 def prerequisites(model: Model, cluster: str, objects: Sequence[ObjectChange]) -> tuple[str, ...]:
-    """An added tenant's namespaces: Argo CD syncs with CreateNamespace=false, so they must exist."""
+    """An added tenant's namespaces: Argo CD syncs with CreateNamespace=false, so they must exist; an
+    added Topology's level labels on the nodes of its flavors."""
     added = sorted(
         {o.tenant for o in objects if o.action == "added" and o.key.kind == "ClusterQueue" and o.tenant}
     )
@@ -504,7 +505,7 @@ def prerequisites(model: Model, cluster: str, objects: Sequence[ObjectChange]) -
                 "before Argo CD syncs (its Applications sync with CreateNamespace=false, so the "
                 f"LocalQueues and claim templates in them fail to apply until they exist){project}"
             )
-    return tuple(out)
+    return (*out, *more_risks.topology_labels(model.clusters.get(cluster), objects))
 
 
 def read_against(root: Path, against: str | None) -> tuple[dict[str, dict[str, bytes]], str]:

@@ -15,8 +15,11 @@ workloads already on the cluster.
   new one starts with none of its usage or fair-sharing history.
 
 - `immutable-field`: a change Kueue's CRDs refuse in place (a ResourceFlavor's topologyName, and once
-  it is set its nodeLabels and tolerations; a Topology's levels): Argo CD's sync fails until the object
-  is deleted and created again.
+  it is set its nodeLabels and tolerations; a Topology's levels): the API server refuses Argo CD's apply
+  and the sync fails at that wave; Replace=true is refused too, and Force=true,Replace=true hangs on the
+  resource-in-use finalizer while the object is in use.
+- `topology-set`: a ResourceFlavor gains a topologyName (allowed in place): those fields lock, Kueue counts
+  only nodes carrying every level's label, and fits pods by their containers' requests, not their claims.
 
 `localqueue-renamed` and `namespace-removed` replace the generic `queue-deleted` risk of that LocalQueue. The functions take
 the plan's ObjectChange records and return (risk, subject, message) triples, so this module does not
@@ -121,19 +124,39 @@ def more(
 
 
 _IMMUTABLE = (
-    "{what} is immutable{when} (Kueue's CRD: \"{rule}\"): Argo CD's apply of the change is refused and the "
-    "sync stays failed, retrying; the {kind} must be deleted and created again (the sync option "
-    "Replace=true on it, or by hand){held}"
+    "{what} cannot change in place{when} (Kueue's CRD: \"{rule}\"): the API server refuses Argo CD's apply, "
+    "so the sync of this cluster fails at sync wave {wave} and the later waves (ClusterQueues, LocalQueues) "
+    "are not applied, retried and failing until it is replaced. Argo CD's Replace=true is refused the same "
+    "way; Force=true,Replace=true deletes the {kind} first, and the deletion hangs on Kueue's "
+    "kueue.x-k8s.io/resource-in-use finalizer while {holder}. {how}; workloads already admitted keep running"
 )
-_HELD = (
-    ", which its kueue.x-k8s.io/resource-in-use finalizer blocks while a ClusterQueue names the flavor: "
-    "take it out of the queues first; workloads admitted on it keep running, new ones wait"
+_HOW_TOPOLOGY = (
+    "To change the levels, declare a Topology under a new name, bind the flavors to it and remove the old "
+    "one once no flavor names it; or take the flavors bound to it out of every queue first"
 )
+_HOW_FLAVOR = (
+    "To change it, take {name} out of every ClusterQueue (its tenants' budgets on this cluster), sync, "
+    "then delete it and sync again with the new spec (nothing new is admitted on it meanwhile)"
+)
+_GAINS = (
+    "{subject} becomes a TAS flavor (topologyName: {topology}): allowed in place, but from then on its "
+    "topologyName, nodeLabels and tolerations cannot change in place (Kueue's CRD; changing them means "
+    "replacing the flavor). Kueue counts only the flavor's nodes that carry the label of every level of "
+    "{topology}: label them before this syncs. It fits pods into a domain by their containers' requests "
+    "against the nodes' allocatable, not by their ResourceClaims' devices: give DRA pods CPU and memory "
+    "requests in proportion to their GPUs so the fit follows the devices"
+)
+
+
+def _wave(body: Mapping[str, Any] | None) -> str:
+    annotations = ((body or {}).get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get("argocd.argoproj.io/sync-wave", "0"))
 
 
 def _immutable(cluster: str, objects: Sequence[Any], olds: Mapping[Any, Any]) -> list[tuple[str, str, str]]:
     """`immutable-field`: a change Kueue's CRDs refuse in place: a ResourceFlavor's topologyName, and
-    once it has one its nodeLabels and tolerations; a Topology's levels."""
+    once it has one its nodeLabels and tolerations; a Topology's levels. `topology-set`: a flavor gains a
+    topologyName (allowed, but it locks those fields and changes what Kueue counts)."""
     out: list[tuple[str, str, str]] = []
     for o in objects:
         if o.action != "changed" or o.key.kind not in ("ResourceFlavor", "Topology"):
@@ -142,7 +165,13 @@ def _immutable(cluster: str, objects: Sequence[Any], olds: Mapping[Any, Any]) ->
         fields = sorted({str(c.path[1]) for c in o.changes if len(c.path) > 1 and c.path[0] == "spec"})
         if o.key.kind == "Topology" and "levels" in fields:
             message = _IMMUTABLE.format(
-                what=f"{subject}: spec.levels", when="", rule="field is immutable", kind="Topology", held=""
+                what=f"{subject}: spec.levels",
+                when="",
+                rule="field is immutable",
+                wave=_wave(olds.get(o.key)),
+                kind="Topology",
+                holder="a ResourceFlavor is bound to it",
+                how=_HOW_TOPOLOGY,
             )
             out.append(("immutable-field", subject, message))
         old = _spec(olds.get(o.key)).get("topologyName")
@@ -152,8 +181,35 @@ def _immutable(cluster: str, objects: Sequence[Any], olds: Mapping[Any, Any]) ->
                 what=f"{subject}: spec.{', spec.'.join(frozen)}",
                 when=f" once topologyName is set (it is {old!r})",
                 rule=f"{frozen[0]} {'are' if frozen[0] != 'topologyName' else 'is'} immutable when topologyName is set",
+                wave=_wave(olds.get(o.key)),
                 kind="ResourceFlavor",
-                held=_HELD,
+                holder="a ClusterQueue names the flavor",
+                how=_HOW_FLAVOR.format(name=o.key.name),
             )
             out.append(("immutable-field", subject, message))
+        elif o.key.kind == "ResourceFlavor" and not old and "topologyName" in fields:
+            new = next((c.new for c in o.changes if tuple(c.path[:2]) == ("spec", "topologyName")), "")
+            out.append(("topology-set", subject, _GAINS.format(subject=subject, topology=new)))
+    return out
+
+
+def topology_labels(cluster: Any, objects: Sequence[Any]) -> list[str]:
+    """A prerequisite of the sync per Topology new on the cluster: the nodes of the flavors bound to it
+    carry every level's label (Kueue's TAS counts only those nodes, pkg/util/tas; the kubelet sets
+    kubernetes.io/hostname). A MultiKueue manager's Topologies need no nodes: the workers place."""
+    if cluster is None or cluster.multikueue is not None:
+        return []
+    out = []
+    levels = {t.name: t.levels for t in cluster.topologies}
+    for o in objects:
+        if o.action != "added" or o.key.kind != "Topology":
+            continue
+        flavors = [c.flavor for c in cluster.capacity if c.topology == o.key.name]
+        labels = [lv for lv in levels.get(o.key.name, ()) if lv != "kubernetes.io/hostname"]
+        if flavors and labels:
+            out.append(
+                f"Topology {o.key.name} is new on {cluster.name}: label the nodes of flavor(s) "
+                f"{', '.join(flavors)} with {', '.join(labels)} before Argo CD syncs (Kueue places a TAS "
+                "flavor's pods only on its nodes that carry every level's label)"
+            )
     return out

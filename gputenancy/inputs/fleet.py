@@ -1,6 +1,9 @@
 """What a fleet means for the model: a tenant placed on a MultiKueue manager is placed on the fleet (the
 manager and each of its workers), its manager budget is the sum of its workers' budgets unless it
 declares one under `budgets.clusters.<manager>`, and the manager's capacity is the sum of its workers'.
+A flavor every worker offering it binds to a Topology with the same levels is bound on the manager too,
+to that Topology (Kueue assigns flavors on the manager first and refuses a job asking for a topology on a
+flavor without one; the workers place the pods).
 
 `derive` turns the model as read into the model every later stage sees; the rules of a fleet
 (`gputenancy.policy.fleet`) run on it. Workers unknown or themselves managers are left to those rules.
@@ -13,7 +16,7 @@ from collections.abc import Iterable, Mapping
 
 from gputenancy.common.findings import Origin
 from gputenancy.inputs.quantity import Quantity
-from gputenancy.inputs.records import Amount, Capacity, Cluster, Cohort, FlavorBudget, Model, Tenant
+from gputenancy.inputs.records import Amount, Capacity, Cluster, Cohort, FlavorBudget, Model, Tenant, Topology
 
 
 def managers(model: Model) -> list[Cluster]:
@@ -44,9 +47,11 @@ def derive(model: Model) -> Model:
         return model
     clusters = dict(model.clusters)
     for name, workers in fleets.items():
-        clusters[name] = dataclasses.replace(
-            clusters[name], capacity=summed_capacity(clusters[name], [model.clusters[w] for w in workers])
+        members = [model.clusters[w] for w in workers]
+        capacity, topologies = bound_on_manager(
+            clusters[name], members, summed_capacity(clusters[name], members)
         )
+        clusters[name] = dataclasses.replace(clusters[name], capacity=capacity, topologies=topologies)
     tenants = tuple(_tenant(t, fleets, model) for t in model.tenants)
     platform = dataclasses.replace(
         model.platform, cohorts={name: _cohort(co, fleets) for name, co in model.platform.cohorts.items()}
@@ -171,6 +176,35 @@ def summed_capacity(manager: Cluster, workers: list[Cluster]) -> tuple[Capacity,
             )
         )
     return tuple(out) or manager.capacity
+
+
+def bound_on_manager(
+    manager: Cluster, workers: list[Cluster], capacity: tuple[Capacity, ...]
+) -> tuple[tuple[Capacity, ...], tuple[Topology, ...]]:
+    """The manager's capacity with each flavor bound as its workers bind it, and the Topologies that needs:
+    a flavor is bound when every worker offering it binds it to a Topology and all those have the same
+    levels (the first worker's Topology, by name; not when the manager already has another of that name)."""
+    topologies = {t.name: t for t in manager.topologies}
+    out = []
+    for cap in capacity:
+        found: list[tuple[Topology | None, Capacity]] = []
+        for w in workers:
+            for c in w.capacity:
+                if c.flavor == cap.flavor:
+                    found.append((next((t for t in w.topologies if t.name == c.topology), None), c))
+        first, first_cap = found[0] if found else (None, cap)
+        same = first is not None and all(t is not None and t.levels == first.levels for t, _ in found)
+        have = topologies.get(first.name) if first is not None else None
+        if (
+            cap.topology is None
+            and first is not None
+            and same
+            and (have is None or have.levels == first.levels)
+        ):
+            topologies.setdefault(first.name, first)
+            cap = dataclasses.replace(cap, topology=first.name, topology_origin=first_cap.topology_origin)
+        out.append(cap)
+    return tuple(out), tuple(topologies.values())
 
 
 def _sum_capacity(

@@ -85,6 +85,8 @@ RULES: dict[str, Rule] = {
     "admission-check": queuepolicy.admission_check,
     "namespace-selector": namespacelabels.namespace_selector,
     "topology": topology.topology,
+    "topology-mixed-queue": topology.topology_mixed_queue,
+    "topology-fleet": topology.topology_fleet,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

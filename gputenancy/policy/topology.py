@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputenancy.common.findings import Finding
+from gputenancy.common.findings import Finding, Severity
 from gputenancy.common.hints import did_you_mean
+from gputenancy.inputs import fleet
 from gputenancy.inputs.spec import Model
 from gputenancy.policy.catalog import Catalog, err
 from gputenancy.versions import gates
@@ -80,4 +81,82 @@ def topology(model: Model, catalog: Catalog) -> Iterator[Finding]:
                     "topology",
                     f"flavor {cap.flavor!r} is bound to a topology on cluster {cluster.name!r}, where the "
                     f"{GATE} feature gate is off (Kueue {cluster.kueue_version}): turn it on or drop topologyName",
+                )
+
+
+def topology_mixed_queue(model: Model, catalog: Catalog) -> Iterator[Finding]:
+    """A tenant's ClusterQueue on a cluster has only TAS flavors or none. Kueue treats a queue whose
+    flavors are all bound to a topology as TAS-only and places every job there by topology; in a queue
+    that mixes them, a job without a topology annotation is refused on the TAS flavors ('Flavor "h100"
+    supports only TopologyAwareScheduling') and a job with one on the others ('does not support
+    TopologyAwareScheduling'), so each job reaches only part of the tenant's budget
+    (pkg/scheduler/flavorassigner/tas_flavorassigner.go, checkPodSetAndFlavorMatchForTAS;
+    pkg/cache/scheduler/clusterqueue.go, isTASOnly). A MultiKueue manager's queues too: Kueue assigns
+    flavors there before dispatching.
+
+    Passes: budgets on prod for h100 and a100-mig, both bound to a topology there.
+    Fails: budgets on prod for h100 (topologyName: h100-nvlink) and a100-mig (no topologyName).
+    """
+    for cluster in model.clusters.values():
+        tas = {cap.flavor: cap.topology for cap in cluster.capacity if cap.topology is not None}
+        if not tas:
+            continue
+        offered = {cap.flavor for cap in cluster.capacity}
+        for tenant in model.tenants_on(cluster.name):
+            budget = tenant.budget_for(cluster.name) or ()
+            bound = [fb for fb in budget if fb.flavor in tas]
+            plain = [fb for fb in budget if fb.flavor not in tas and fb.flavor in offered]  # flavor-unknown
+            if not bound or not plain:
+                continue
+            yield plain[0].origin.finding(
+                "topology-mixed-queue",
+                f"ClusterQueue {tenant.name!r} on cluster {cluster.name!r} mixes TAS flavors "
+                f"({', '.join(fb.flavor for fb in bound)}) with others "
+                f"({', '.join(fb.flavor for fb in plain)}): Kueue refuses a job without a topology "
+                f'annotation on {bound[0].flavor!r} (Flavor "{bound[0].flavor}" supports only '
+                f"TopologyAwareScheduling) and one with it on {plain[0].flavor!r}, so each job reaches "
+                f"part of the budget; bind all the tenant's flavors on {cluster.name!r} to a topology "
+                f"(capacity[].topologyName in {cluster.path}), or none: a TAS-only queue places every job "
+                "by topology",
+                Severity.WARNING,
+            )
+
+
+def topology_fleet(model: Model, catalog: Catalog) -> Iterator[Finding]:
+    """A flavor a MultiKueue worker binds to a topology is bound on its manager too, to a topology with the
+    same levels. The manager takes the binding from its workers when every worker offering the flavor binds
+    it to a topology with the same levels; otherwise it renders the flavor without one, and Kueue on the
+    manager, which assigns flavors before dispatching, refuses every job whose pod template asks for a
+    topology on it ('Flavor "h100" does not support TopologyAwareScheduling') so it never reaches a worker
+    (pkg/scheduler/flavorassigner/tas_flavorassigner.go; the manager leaves the placement to the worker).
+
+    Passes: gpu-west and gpu-east both bind h100 to a topology with levels [rack, hostname].
+    Fails: gpu-west binds h100 to racks, gpu-east offers h100 bound to none.
+    """
+    for manager in fleet.managers(model):
+        mine = {cap.flavor: cap.topology for cap in manager.capacity}
+        levels = {t.name: t.levels for t in manager.topologies}
+        for worker in fleet.workers_of(model, manager):
+            theirs = {t.name: t.levels for t in worker.topologies}
+            for cap in worker.capacity:
+                if cap.topology is None or cap.topology not in theirs or cap.flavor not in mine:
+                    continue  # `topology` says a missing Topology
+                bound = mine[cap.flavor]
+                if bound is not None and levels.get(bound) == theirs[cap.topology]:
+                    continue
+                others = [
+                    w.name
+                    for w in fleet.workers_of(model, manager)
+                    for c in w.capacity
+                    if c.flavor == cap.flavor and w.name != worker.name
+                ]
+                yield (cap.topology_origin or cap.origin).finding(
+                    "topology-fleet",
+                    f"flavor {cap.flavor!r} is bound to topology {cap.topology!r} on worker {worker.name!r} but "
+                    f"not on its MultiKueue manager {manager.name!r}, because the other workers offering it "
+                    f"({', '.join(others) or 'none'}) bind it to none or to a topology with other levels: Kueue "
+                    f"on the manager refuses every job asking for a topology on {cap.flavor!r} "
+                    f'(Flavor "{cap.flavor}" does not support TopologyAwareScheduling) and dispatches none; '
+                    f"bind it to topologies with the same levels on every worker of {manager.name!r}",
+                    Severity.WARNING,
                 )

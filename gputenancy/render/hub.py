@@ -50,10 +50,12 @@ SYNC_OPTIONS = (
 )
 
 # Kueue's webhook adds the `kueue.x-k8s.io/resource-in-use` finalizer to ClusterQueues and
-# ResourceFlavors; every defaulted spec field is rendered explicitly, so nothing else drifts.
+# ResourceFlavors, its topology controller to Topologies (pkg/controller/tas/topology_controller.go);
+# every defaulted spec field is rendered explicitly, so nothing else drifts.
 IGNORE_DIFFERENCES = (
     {"group": "kueue.x-k8s.io", "kind": "ClusterQueue", "jsonPointers": ["/metadata/finalizers"]},
     {"group": "kueue.x-k8s.io", "kind": "ResourceFlavor", "jsonPointers": ["/metadata/finalizers"]},
+    {"group": "kueue.x-k8s.io", "kind": "Topology", "jsonPointers": ["/metadata/finalizers"]},
 )
 
 # Kueue's webhooks fail closed while kueue-controller-manager restarts after a Configuration change:

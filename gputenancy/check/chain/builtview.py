@@ -247,6 +247,11 @@ def _trace(
         found = _longest_inside(key.name, list(model.platform.flavors))
         if found is not None:
             return model.platform.flavors[found].origin, found, "", None
+    if key.kind == "Topology":
+        known = {t.name: t for t in cluster.topologies}
+        found = _longest_inside(key.name, list(known))
+        if found is not None:
+            return known[found].origin, found, "", None
     if key.kind == "Cohort":
         found = _longest_inside(key.name, list(model.platform.cohorts))
         if found is not None:

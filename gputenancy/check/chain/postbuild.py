@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from gputenancy.check.chain import admissible, builtlimits, inventory
+from gputenancy.check.chain import admissible, builtlimits, builttopology, inventory
 from gputenancy.check.chain.builtview import (
     ARGO,
     DRA,
@@ -488,3 +488,4 @@ def _canonical_problem_of(kind: str, value: str | int | float) -> str | None:
 RULES.update(admissible.RULES)
 RULES.update(inventory.RULES)
 RULES.update(builtlimits.RULES)
+RULES.update(builttopology.RULES)

@@ -47,7 +47,7 @@ from gputenancy.common.objects import RenderedObject
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy.catalog import Catalog
 
-WHOLE = ("built-kueue-config", "built-kueue-install", "device-inventory")
+WHOLE = ("built-kueue-config", "built-kueue-install", "device-inventory", "built-topology-reference")
 """Rules that read only the platform objects: the view of those alone reports them."""
 ADDED_UP = ("built-capacity",)
 """Rules over every queue together (below)."""
