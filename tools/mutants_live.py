@@ -104,8 +104,8 @@ LIVE: tuple[Mutant, ...] = (
     Mutant(
         "normalise-keeps-kueue-finalizer",
         NORMALISE,
-        "            meta[\"finalizers\"] = [f for f in finalizers if f not in KUEUE_FINALIZERS]",
-        "            meta[\"finalizers\"] = list(finalizers)",
+        '            meta["finalizers"] = [f for f in finalizers if f not in KUEUE_FINALIZERS]',
+        '            meta["finalizers"] = list(finalizers)',
         T_READER,
         "Kueue's own finalizers are kept",
     ),
@@ -211,7 +211,7 @@ LIVE: tuple[Mutant, ...] = (
         TEAMS,
         "        used[key] = used.get(key, ZERO) + u.used",
         "        used[key] = used.get(key, ZERO) + u.nominal",
-        T_PROD + (f"{T_STATUS}test_a_cohorts_use_is_what_its_queues_use_not_their_quota",),
+        (f"{T_STATUS}test_a_cohorts_use_is_what_its_queues_use_not_their_quota",),
         "a cohort's use is the sum of its queues' nominal quota, not of what they use",
     ),
     Mutant(
@@ -251,9 +251,18 @@ LIVE: tuple[Mutant, ...] = (
     Mutant(
         "charge-limits-over-requests",
         CHARGE,
-        '    for key, source in (("limits", limits), ("requests", requests)):  # requests win over limits',
-        '    for key, source in (("requests", requests), ("limits", limits)):  # requests win over limits',
-        (f"{T_MODEL}test_a_pod_is_charged_as_kueue_sums_it",),
+        '    for key, source in (("limits", limits), ("requests", requests)):  # requests win over limits\n'
+        "        for r, v in source.items():\n"
+        "            q = _quantity(v)\n"
+        '            if q is None or (key == "limits" and r in requests):',
+        '    for key, source in (("requests", requests), ("limits", limits)):  # requests win over limits\n'
+        "        for r, v in source.items():\n"
+        "            q = _quantity(v)\n"
+        '            if q is None or (key == "requests" and r in limits):',
+        (
+            f"{T_MODEL}test_a_pod_is_charged_as_kueue_sums_it",
+            f"{T_MODEL}test_requests_are_charged_not_limits",
+        ),
         "a container with both limits and requests is charged its limits",
     ),
     Mutant(
