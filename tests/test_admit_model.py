@@ -443,3 +443,28 @@ def test_requests_are_charged_not_limits(
     _, [w], _ = _admit(repo, tmp_path, [job], capsys)
     assert {r: w["podSets"][0]["perPod"][r] for r in ("cpu", "memory")} == {"cpu": "3", "memory": "4Gi"}
     assert "container side (limits, no requests)" in w["podSets"][0]["why"]["cpu"]
+
+
+def test_the_borrowing_limit_bounds_what_a_queue_can_ever_take(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nlp's H100 borrowingLimit lowered from 8 to 2 (the cohort could lend it 6): 6 + 2 = 8 GPUs at most;
+    8 are admitted, borrowing 2, and 12 can never run, with Kueue's maximum capacity of 8."""
+    path = repo / "generated/prod/clusterqueue/nlp.yaml"
+    body = yaml.safe_load(path.read_text())
+    h100 = body["spec"]["resourceGroups"][0]["flavors"][0]
+    gpu = next(r for r in h100["resources"] if r["name"] == "nvidia.com/gpu")
+    assert (h100["name"], gpu["borrowingLimit"]) == ("h100", "8")
+    gpu["borrowingLimit"] = "2"
+    path.write_text(yaml.safe_dump(body))
+    job = _job()
+    job["spec"]["parallelism"] = 2
+    code, [w], _ = _admit(repo, tmp_path, [job], capsys)
+    assert (code, w["outcome"], w["flavors"]["main"]["nvidia.com/gpu"]) == (0, "admitted", "h100")
+    job["spec"]["parallelism"] = 3
+    code, [w], _ = _admit(repo, tmp_path, [job], capsys)
+    assert (code, w["outcome"]) == (1, "never")
+    assert (
+        "insufficient quota for nvidia.com/gpu in flavor h100, previously considered podsets requests (0) + "
+        "current podset request (12) > maximum capacity (8)" in w["kueueMessage"]
+    )
