@@ -242,7 +242,9 @@ def _run(
             else:
                 running = build.Build(None, platform)
             groups = {
-                i: running.add(render_tenant(t, c, catalog))
+                i: running.add(
+                    render_tenant(t, c, catalog, model.platform.queue_defaults, model.platform.default_weight)
+                )
                 for i, t in enumerate(tenants)
                 if i not in finished
             }

@@ -59,10 +59,17 @@ def crd_errors(shared: Path, kind: str, body: Any) -> list[str]:
     ]
 
 
-def root_app(root: Path) -> dict[str, Any]:
+def hub_objects(root: Path) -> dict[str, dict[str, Any]]:
+    """argocd/hub.yaml's objects by kind (AppProject, ConfigMap, Application)."""
     text = (root / appset.PATH).read_text()
     assert text.startswith(appset.HEADER)
-    body = yaml.load(text, Loader=_Loader)
+    found = {d["kind"]: d for d in yaml.load_all(text, Loader=_Loader) if d}
+    assert len(found) == len([d for d in yaml.load_all(text, Loader=_Loader) if d]), "one object per kind"
+    return found
+
+
+def root_app(root: Path) -> dict[str, Any]:
+    body = hub_objects(root)["Application"]
     assert isinstance(body, dict)
     return body
 
@@ -370,3 +377,20 @@ def test_settings_are_checked_by_the_schemas(
     assert main(["--root", str(root), "validate"]) == 1
     out = capsys.readouterr().out
     assert rel in out and message in out, out
+
+
+def test_the_install_applications_follow_the_platform_project(tmp_path: Path) -> None:
+    """`argocd.project` places every Application the hub syncs, Kueue's install included; an explicit
+    `kueue.manifests.project` (or `kueue.helm.project`) still wins for its cluster."""
+    root = trees.example(tmp_path)
+    trees.edit(root, "base/platform.yaml", lambda d: d["argocd"].update(project="gpu-platform"))
+    assert main(["--root", str(root), "render"]) == 0
+    assert root_app(root)["spec"]["project"] == "gpu-platform"
+    apps = hub_sync(root, tmp_path)
+    assert {name: a["spec"]["project"] for name, a in apps.items()} == dict.fromkeys(apps, "gpu-platform")
+    install = trees.read(root, "overlays/prod/cluster.yaml")["kueue"]["install"]
+    trees.edit(
+        root, "overlays/prod/cluster.yaml", lambda d: d["kueue"].update({install: {"project": "kueue"}})
+    )
+    assert main(["--root", str(root), "render"]) == 0
+    assert hub_sync(root, tmp_path / "again")["kueue-prod"]["spec"]["project"] == "kueue"

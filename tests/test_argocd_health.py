@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parent.parent
 ARGOCD = REPO / "argocd"
 GROUP = "kueue.x-k8s.io"
 GROUP_DIR = ARGOCD / "resource_customizations" / GROUP
-KINDS = ("ClusterQueue", "LocalQueue", "Cohort", "ResourceFlavor")
+KINDS = ("ClusterQueue", "LocalQueue", "Cohort", "ResourceFlavor", "AdmissionCheck", "MultiKueueCluster")
+APP_DIR = ARGOCD / "resource_customizations" / "argoproj.io" / "Application"
 # gitops-engine's health.HealthStatusCode values; anything else becomes Unknown in Argo CD.
 VALID_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
 INVALID_STATUS_MESSAGE = "Lua returned an invalid health status"
@@ -181,6 +182,8 @@ def test_every_kind_dir_is_known() -> None:
         ("LocalQueue", {"Healthy", "Progressing", "Degraded", "Suspended"}),
         ("Cohort", {"Healthy"}),
         ("ResourceFlavor", {"Healthy"}),
+        ("AdmissionCheck", {"Healthy", "Progressing", "Degraded"}),
+        ("MultiKueueCluster", {"Healthy", "Progressing", "Degraded"}),
     ],
 )
 def test_cases_cover_every_status(kind: str, statuses: set[str]) -> None:
@@ -206,7 +209,7 @@ def test_health_case(kind: str, input_path: str, status: str, message: str) -> N
 def test_minimal_object(kind: str) -> None:
     obj = {"apiVersion": f"{GROUP}/v1beta2", "kind": kind, "metadata": {"name": "minimal"}}
     status, message = run_health(health_script(kind), f"{kind}/health.lua", obj)
-    if kind in ("ClusterQueue", "LocalQueue"):
+    if kind in ("ClusterQueue", "LocalQueue", "AdmissionCheck", "MultiKueueCluster"):
         assert (status, message) == ("Progressing", "Waiting for Kueue to report the Active condition")
     else:
         assert status == "Healthy"
@@ -335,7 +338,8 @@ def test_snippet_installs_each_script_verbatim() -> None:
     assert (cm["apiVersion"], cm["kind"], cm["metadata"]["name"]) == ("v1", "ConfigMap", "argocd-cm")
     assert "namespace" not in cm["metadata"]
     assert cm["data"] == {
-        f"resource.customizations.health.{GROUP}_{kind}": health_script(kind) for kind in KINDS
+        **{f"resource.customizations.health.{GROUP}_{kind}": health_script(kind) for kind in KINDS},
+        "resource.customizations.health.argoproj.io_Application": (APP_DIR / "health.lua").read_text(),
     }
 
 
@@ -375,3 +379,33 @@ def test_generator_rejects_scripts_it_cannot_inline(tmp_path: Path, text: str, p
     output = tmp_path / "out.yaml"
     assert build_cm.main(["--customizations", str(tmp_path), "--output", str(output)]) == 2
     assert not output.exists()
+
+
+# --- the Application check: the app-of-apps waits for kueue-<cluster> ------------------------------
+
+
+@pytest.mark.parametrize(
+    "case", load_yaml(APP_DIR / "health_test.yaml")["tests"], ids=lambda c: c["inputPath"]
+)
+def test_application_health_case(case: dict[str, Any]) -> None:
+    obj = load_yaml(APP_DIR / case["inputPath"])
+    assert (obj["apiVersion"], obj["kind"]) == ("argoproj.io/v1alpha1", "Application")
+    script = (APP_DIR / "health.lua").read_text()
+    expected = case["healthStatus"]
+    assert run_health(script, "Application/health.lua", obj) == (
+        expected["status"],
+        expected.get("message", ""),
+    )
+
+
+@pytest.mark.parametrize("obj", ODD_OBJECTS)
+def test_application_health_survives_odd_objects(obj: dict[str, Any]) -> None:
+    status, _ = run_health((APP_DIR / "health.lua").read_text(), "Application/health.lua", obj)
+    assert status in VALID_STATUSES - {"Unknown"}
+
+
+@pytest.mark.parametrize("plural", ["admissionchecks", "multikueueclusters"])
+def test_admission_check_and_multikueue_cluster_crds_have_conditions(shared: Path, plural: str) -> None:
+    for label, version in crd_versions(shared, plural):
+        schema = version["schema"]["openAPIV3Schema"]["properties"]
+        assert "conditions" in schema["status"]["properties"], label

@@ -12,7 +12,7 @@ import pytest
 import trees
 
 from gputenancy.cli.app import main
-from gputenancy.deliver import budgets
+from gputenancy.deliver import budgets, htmlreport
 from gputenancy.inputs.spec import load_model
 
 
@@ -29,7 +29,7 @@ def test_the_report_renders_every_chart_in_chromium(
     page = tmp_path / "report.html"
     assert main(["--root", str(root), "report", "--output", str(page)]) == 0
     assert "report written to" in capsys.readouterr().out
-    pools = budgets.pools(load_model(root)[0])
+    pools = htmlreport.ordered(budgets.pools(load_model(root)[0]))  # per cluster, GPU pools first
     seen = browserkit.render(page, tmp_path, "report")
     assert seen["errors"] == [] and seen["blocked"] == []
     charts = seen["charts"]
@@ -84,3 +84,29 @@ def test_a_broken_mermaid_block_is_caught(tmp_path: Path) -> None:
     page = browserkit.mermaid_page(['pie title broken\n    "a" 3'], tmp_path / "broken.html")
     seen = browserkit.render(page, tmp_path, "broken")
     assert seen["errors"] and [c["slices"] for c in seen["charts"]] == [0]
+
+
+def test_the_report_against_a_ref_renders_both_sides_in_chromium(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    browserkit.require()
+    root = trees.example(tmp_path, generated=False)
+    trees.committed(root).close()
+    trees.replace(
+        root,
+        "tenants/vision.yaml",
+        "gpu.nvidia.com: {nominal: 8, borrowingLimit: 4, lendingLimit: 4}",
+        "gpu.nvidia.com: {nominal: 6, borrowingLimit: 4, lendingLimit: 4}",
+    )
+    page = tmp_path / "report.html"
+    assert main(["--root", str(root), "report", "--against", "HEAD", "--output", str(page)]) == 0
+    seen = browserkit.render(page, tmp_path, "report-against")
+    assert seen["errors"] == [] and seen["blocked"] == []
+    sides = [
+        c["data"].get("when")
+        for c in seen["charts"]
+        if (c["data"]["cluster"], c["data"]["flavor"], c["data"]["resource"])
+        == ("prod", "h100", "nvidia.com/gpu")
+    ]
+    assert sides == ["before", "after"], seen["charts"]
+    assert all(c["svg"] == 1 and c["width"] > 200 for c in seen["charts"])

@@ -61,7 +61,10 @@ def test_budgets_shows_capacity_headroom_and_what_each_tenant_can_reach(
     assert mig["borrowingLimit"] is None and mig["unlimitedBorrowing"] is True and mig["cohort"] == "research"
     assert mig["reach"] == "18"  # 8 + speech lends 6 + vision lends 4
     sandbox = grant(pool(doc, "lab", "t4", "nvidia.com/gpu"), "sandbox")
-    assert sandbox["cohort"] is None and sandbox["unlimitedBorrowing"] is False and sandbox["reach"] == "1"
+    # sandbox's 1 and the 1 cohort lab-pool holds itself and keeps for its members (lendingLimit 0)
+    assert (
+        sandbox["cohort"] == "lab-pool" and sandbox["unlimitedBorrowing"] is True and sandbox["reach"] == "2"
+    )
 
 
 def test_budgets_text_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -153,3 +153,31 @@ def test_a_flavor_renamed_past_recognition_names_the_kustomization_line(
             "(the build has ResourceFlavor 'gold', which base/platform.yaml does not define) "
             f"(built by {OVERLAY}:{line} (patches))"
         ) in h["message"]
+
+
+def test_an_overlay_patch_raising_a_cohorts_own_quota_beyond_the_capacity_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Cohort's own quota counts toward the capacity after the build too (lab-pool holds 1 of lab's 2 T4s)."""
+    root = trees.example(tmp_path)
+    lab = "overlays/lab/kustomization.yaml"
+    text = (root / lab).read_text()
+    patch = (
+        "  - target: {kind: Cohort, name: lab-pool}\n    patch: |-\n"
+        "      - op: replace\n        path: /spec/resourceGroups/0/flavors/0/resources/0/nominalQuota\n"
+        "        value: '5'\n"
+    )
+    if "patches:\n" in text:
+        (root / lab).write_text(text.replace("patches:\n", "patches:\n" + patch, 1))
+    else:
+        (root / lab).write_text(text + "patches:\n" + patch)
+    (hit,) = refused(root, capsys, "built-capacity")
+    assert hit["path"] == "base/platform.yaml"
+    assert (
+        "Cohort 'lab-pool' on cluster 'lab' is built with nominalQuota 5 nvidia.com/gpu on flavor 't4' "
+        in (hit["message"])
+    )
+    assert (
+        "(the inputs say 1)" in hit["message"]
+        and "the built total 6 exceeds the capacity 2" in hit["message"]
+    )

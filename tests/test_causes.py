@@ -99,7 +99,8 @@ def test_a_resource_missing_from_an_offered_flavor_capacity_is_at_the_tenant_lin
     assert code == 1
     places = {(f["path"], f["line"]) for f in found if f["rule"] == "capacity"}
     assert ("tenants/sandbox.yaml", line_of(root, "tenants/sandbox.yaml", "pods: 10")) in places
-    assert ("overlays/lab/cluster.yaml", line_of(root, "overlays/lab/cluster.yaml", "flavor: t4")) in places
+    at = line_of(root, "overlays/lab/cluster.yaml", "flavor: default-flavor")  # the CPU group's flavor
+    assert ("overlays/lab/cluster.yaml", at) in places
 
 
 def test_a_cluster_typo_is_one_finding_at_the_clusters_entry(

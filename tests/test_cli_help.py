@@ -59,7 +59,7 @@ def test_every_command_and_subcommand_has_a_description_exit_codes_and_an_exampl
 def test_a_command_without_its_subcommand_prints_help_not_an_argparse_error(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(argv) == 2
+    assert main(argv) == 1  # nothing done: not a success (2 is plan's "changes")
     captured = capsys.readouterr()
     assert "error" not in captured.err and "required" not in captured.out + captured.err
     assert "exit codes:" in captured.out and "example:" in captured.out
@@ -76,9 +76,7 @@ def test_global_options_are_not_offered_where_they_do_nothing(
     assert "--root" not in out and "--no-cache" not in out
     needed = [] if command == "rules" else ["--body-file", "plan.md"]
     for flag in (["--root", "."], ["--no-cache"]):
-        with pytest.raises(SystemExit) as done:
-            main([*flag, command, *needed])
-        assert done.value.code == 2
+        assert main([*flag, command, *needed]) == 1
         assert f"{flag[0]} has no effect on `{command}`" in capsys.readouterr().err
 
 
@@ -142,3 +140,59 @@ def test_rule_descriptions_share_one_style() -> None:
     assert ruleindex.styled("warning: yes/no read as strings") == "(warning) yes/no read as strings"
     assert ruleindex.styled("note: a CEL rule") == "(note) A CEL rule"
     assert ruleindex.styled("lendingLimit <= nominal") == "lendingLimit <= nominal"
+
+
+# ------------------------------------------------------------------------------ usage errors
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "--formt", "markdown"],
+        ["plan", "--format", "yaml"],
+        ["publish", "--dryrun"],
+        ["validate", "extra"],
+        ["nosuchcommand"],
+        ["--root", ".", "rules"],
+        ["schemas", "fetch", "--nope"],
+    ],
+)
+def test_a_usage_error_exits_with_a_code_no_command_succeeds_with(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`plan` exits 2 for changes, so a usage error must not: it exits 1 (terraform's scheme: 1 error,
+    2 changes), with argparse's usage and message on stderr and nothing on stdout."""
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "usage: pipeline.py" in captured.err and "error:" in captured.err
+
+
+def test_a_usage_error_exits_1_from_the_shell(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve().parent.parent / "pipeline.py"),
+            "plan",
+            "--formt",
+            "markdown",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "unrecognized arguments: --formt" in done.stderr and done.stdout == ""
+
+
+def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--version` prints the version of the package's metadata (pyproject.toml's), exit 0."""
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"pipeline.py {pyproject['project']['version']}\n"

@@ -98,27 +98,33 @@ def test_two_fleets_each_list_their_own_tenants_and_workers(
     root = fleetrepo.write(tmp_path, clusters=clusters, tenants=[*fleetrepo.TEAMS, asr])
     text = budgets(root, capsys, "text")
     sum_ = "(manager quota: the sum of its workers' quotas):"
+    note = (
+        "  (The largest job is what one worker reaches, borrowing included (each job runs on one worker), "
+        "not the fleet's sum: a larger one is admitted by the manager, holds its quota there and never runs.)"
+    )
     assert text[text.index("fleet mgr (") :].splitlines() == [
         "fleet mgr (MultiKueue manager of w1, w2):",
-        f"  nlp {sum_}",
-        "    cpu: manager 4 = w1 2 + w2 2",
-        "    memory: manager 16Gi = w1 8Gi + w2 8Gi",
-        "    nvidia.com/gpu: manager 6 = w1 4 + w2 2",
-        f"  speech {sum_}",
-        "    cpu: manager 4 = w1 2 + w2 2",
-        "    memory: manager 16Gi = w1 8Gi + w2 8Gi",
-        "    nvidia.com/gpu: manager 6 = w1 2 + w2 4",
+        "  nlp " + sum_,
+        "    cpu: manager 4 = w1 2 + w2 2; largest job 4 (one worker's reach: w1 4, w2 4)",
+        "    memory: manager 16Gi = w1 8Gi + w2 8Gi; largest job 16Gi (one worker's reach: w1 16Gi, w2 16Gi)",
+        "    nvidia.com/gpu: manager 6 = w1 4 + w2 2; largest job 5 (one worker's reach: w1 5, w2 3)",
+        "  speech " + sum_,
+        "    cpu: manager 4 = w1 2 + w2 2; largest job 4 (one worker's reach: w1 4, w2 4)",
+        "    memory: manager 16Gi = w1 8Gi + w2 8Gi; largest job 16Gi (one worker's reach: w1 16Gi, w2 16Gi)",
+        "    nvidia.com/gpu: manager 6 = w1 2 + w2 4; largest job 5 (one worker's reach: w1 3, w2 5)",
+        note,
         "fleet mgr2 (MultiKueue manager of w3):",
-        f"  asr {sum_}",
-        "    cpu: manager 2 = w3 2",
-        "    memory: manager 8Gi = w3 8Gi",
-        "    nvidia.com/gpu: manager 3 = w3 3",
+        "  asr " + sum_,
+        "    cpu: manager 2 = w3 2; largest job 2 (one worker's reach: w3 2)",
+        "    memory: manager 8Gi = w3 8Gi; largest job 8Gi (one worker's reach: w3 8Gi)",
+        "    nvidia.com/gpu: manager 3 = w3 3; largest job 3 (one worker's reach: w3 3)",
+        note,
     ]
     markdown = budgets(root, capsys, "markdown")
     second = markdown[markdown.index("### Fleet mgr2") :].splitlines()
     assert second[2:5] == [
-        "| tenant | resource | mgr2 | w3 | manager quota |",
-        "| --- | --- | ---: | ---: | --- |",
-        "| asr | cpu | 2 | 2 | the sum of its workers' quotas |",
+        "| tenant | resource | mgr2 | w3 | manager quota | largest job |",
+        "| --- | --- | ---: | ---: | --- | ---: |",
+        "| asr | cpu | 2 | 2 | the sum of its workers' quotas | 2 |",
     ]
     assert not any(line.startswith(("| nlp ", "| speech ")) for line in second)

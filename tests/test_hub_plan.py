@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trees
@@ -18,6 +19,14 @@ def _rename_lab(root: Path, new: str = "dev") -> None:
     shutil.move(root / "overlays/lab", root / f"overlays/{new}")
     trees.edit(root, f"overlays/{new}/cluster.yaml", lambda d: d.update(name=new))
     trees.edit(root, "tenants/sandbox.yaml", lambda d: d.update(clusters=[new]))
+
+    def cohort(d: dict[str, Any]) -> None:  # the quota a cohort holds on the cluster moves with it
+        for co in d["cohorts"]:
+            held = co.get("budgets", {}).get("clusters", {})
+            if "lab" in held:
+                held[new] = held.pop("lab")
+
+    trees.edit(root, "base/platform.yaml", cohort)
 
 
 def _argocd(root: Path, cluster: str, **dest: str) -> None:
@@ -188,3 +197,29 @@ def test_a_rename_publishes_without_drain_and_the_hub_follows_it(tmp_path: Path)
     apps = test_appset.hub_sync(checkout, tmp_path / "hub")
     assert set(apps) == {"gputenancy-dev", "kueue-dev", "gputenancy-prod", "kueue-prod"}
     assert apps["kueue-dev"]["spec"]["destination"]["server"] == "https://kubernetes.default.svc"
+
+
+def test_a_rename_counts_the_application_swap_once_and_keeps_the_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`git mv overlays/lab overlays/dev`, planned against the commit before it: the two Applications
+    swapped once (under dev), nothing of lab's counted as removed (dev keeps it), and capacity and
+    grants compared with lab's, so nothing moves; the JSON says the same."""
+    import json
+
+    root = trees.example(tmp_path)
+    trees.committed(root).close()
+    _rename_lab(root)
+    assert main(["--root", str(root), "render"]) == 0
+    capsys.readouterr()
+    assert main(["--root", str(root), "plan", "--against", "HEAD"]) == 2
+    text = capsys.readouterr().out
+    assert "dev: 0 changed, 2 added, 2 removed" in text, text
+    assert "lab: renamed to dev" in text and "lab ClusterQueue" not in text, text
+    assert text.splitlines()[-1] == "0 changed, 2 added, 2 removed on dev, lab; 1 risk(s)", text
+    assert "capacity changed" not in text and "(added)" not in text and "(removed)" not in text, text
+    assert main(["--root", str(root), "plan", "--against", "HEAD", "--format", "json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    counts = {c["name"]: c["counts"] for c in doc["clusters"] if c["changed"]}
+    assert counts["dev"] == {"changed": 0, "added": 2, "removed": 2}
+    assert counts["lab"] == {"changed": 0, "added": 0, "removed": 0}

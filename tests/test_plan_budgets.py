@@ -81,7 +81,8 @@ def test_grants_before_after_and_the_tenants_affected_through_the_cohort(
     assert "nlp h100 cpu" not in out  # unaffected rows of untouched tenants stay out
     code, md = plan(root, capsys, "--against", "HEAD", "--format", "markdown")
     assert "| speech | h100 | nvidia.com/gpu | **2 → 4** | 2 | **all (2) → all (4)** | **4 → 6** |" in md
-    assert "| speech | h100 | cpu | 32 | unlimited (cohort research) | all (32) | 224 |" in md  # unmarked
+    assert "| speech | h100 | cpu |" not in md  # an unchanged row of a touched tenant is counted only
+    assert re.search(r"unchanged: \d+ more row\(s\) of speech; \d+ more row\(s\) of vision", md), md
     assert "### Affected on prod: reach changes through the cohort" in md
     assert "| nlp | h100 | nvidia.com/gpu | 6 | 8 | 2 | **12 → 14** |" in md
     code, doc = plan(root, capsys, "--against", "HEAD", "--format", "json")
@@ -463,3 +464,55 @@ def test_the_files_touched_under_the_inputs_are_those_of_all_touched_files_there
         "tenants/vision.yaml",
     }
     assert {".gitignore", "generated/note.txt"} <= everything
+
+
+def _section(text: str, title: str) -> str:
+    return text.split(f"### {title}", 1)[1].split("\n### ", 1)[0]
+
+
+def test_the_pr_comment_validation_names_no_runner_path_and_no_character_reference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], shared: Path
+) -> None:
+    """The Validation section says which Kueue version's CRDs checked each cluster, without the
+    runner's paths (the schemas directory is the runner's, under /tmp or the workspace) and as plain
+    text, no `&#39;` for a quote."""
+    root = example(tmp_path)
+    speech_up_vision_down(root)
+    code, out = plan(root, capsys, "--schemas", str(shared), "--format", "markdown")
+    assert code == 2, out
+    validation = _section(out, "Validation")
+    assert "prod: Kueue CRD schema and CEL validation ran (Kueue v0.19.2" in validation, validation
+    assert str(shared) not in validation and str(tmp_path) not in validation, validation
+    assert "&#" not in validation, validation
+    assert "kueue/v0.19.2/crds" in validation, validation
+    from gputenancy.deliver import plan as plans
+
+    made = plans.make(root, cluster=None, against=None, schemas=None, allow_delete=False)[1]
+    assert made is not None
+    runner = "/home/runner/work/gpu/gpu/.gputenancy-schemas/kueue/v0.19.2/crds"
+    notes = (
+        "gpu-fleet: nlp's quota there is the sum of its workers' quotas",
+        f"prod: ran (Kueue v0.19.2, {runner})",
+    )
+    validation = _section(planview.format_markdown(dataclasses.replace(made, notes=notes)), "Validation")
+    assert "nlp's quota" in validation and "&#" not in validation and "/home/runner" not in validation, (
+        validation
+    )
+
+
+def test_the_pr_comment_lists_only_the_changed_grant_rows_of_a_touched_tenant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vision gives two H100s back: its other grant rows (MIG, cpu, memory) are unchanged and only
+    counted; the text plan still lists every row of the tenant."""
+    root = example(tmp_path)
+    trees.replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+    code, out = plan(root, capsys, "--format", "markdown")
+    assert code == 2, out
+    section = _section(out, "What it grants on prod (before → after)")
+    rows = [line for line in section.splitlines() if line.startswith("| vision")]
+    assert len(rows) == 1 and "nvidia.com/gpu" in rows[0], section
+    unchanged = re.search(r"unchanged: (\d+) more row\(s\) of vision", section)
+    assert unchanged and int(unchanged.group(1)) > 0, section
+    code, text = plan(root, capsys)
+    assert len([x for x in text.splitlines() if x.strip().startswith("vision ")]) > 1

@@ -324,3 +324,59 @@ def test_public_url_drops_credentials() -> None:
     )
     assert gitrepo.public_url("git@github.com:acme/deploy.git") == "git@github.com:acme/deploy.git"
     assert gitrepo.trailer("t\n\nSource-Commit: abc\nSource-Commit: def\n", "Source-Commit") == "def"
+
+
+# ------------------------------------------------------------------------- the deploy source branch
+
+
+def test_an_unmerged_branch_is_refused_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Publishing deploys what is published: from a branch not merged into the source branch (the
+    repository's default branch) it is refused, nothing pushed, unless --force, which the output says."""
+    root, remote = source(tmp_path), bare(tmp_path)
+    assert run(root, "--repo", str(remote), "--branch", "deploy") == 0
+    published = tip(remote, "deploy")[0]
+    with git.Repo(root) as repo:
+        repo.git.switch("-q", "-c", "try-more-gpus")
+    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+    commit(root, "vision: 8 -> 6 H100")
+    capsys.readouterr()
+    assert run(root, "--repo", str(remote), "--branch", "deploy") == 1
+    out = capsys.readouterr().out
+    assert "try-more-gpus" in out and "not merged into main" in out and "--force" in out, out
+    assert tip(remote, "deploy")[0] == published
+    assert run(root) == 1  # the same repository: the same refusal
+    assert "not merged into main" in capsys.readouterr().out
+    assert run(root, "--repo", str(remote), "--branch", "deploy", "--dry-run") == 0
+    assert "would be refused" in capsys.readouterr().out
+    assert run(root, "--repo", str(remote), "--branch", "deploy", "--force") == 0
+    out = capsys.readouterr().out
+    assert "pushed" in out and "--force: published from try-more-gpus, not merged into main" in out, out
+    assert tip(remote, "deploy")[0] != published
+
+
+def test_a_merged_branch_or_commit_publishes(tmp_path: Path) -> None:
+    """A branch whose HEAD is already on the source branch, or that branch itself, publishes."""
+    root, remote = source(tmp_path), bare(tmp_path)
+    with git.Repo(root) as repo:
+        repo.git.switch("-q", "-c", "merged-already")
+    assert run(root, "--repo", str(remote), "--branch", "deploy") == 0
+
+
+def test_the_branch_argo_cd_syncs_is_the_source_of_the_same_repository(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Publishing into this repository commits generated/ on the current branch: when the branch Argo
+    CD syncs (`argocd.targetRevision`) exists, only that branch is published on."""
+    root = source(tmp_path)
+    with git.Repo(root) as repo:
+        repo.git.branch("deploy")  # base/platform.yaml: targetRevision: deploy
+    replace(root, "tenants/vision.yaml", VISION_8, VISION_6)
+    commit(root, "vision: 8 -> 6 H100")
+    assert run(root) == 1
+    assert "not merged into deploy" in capsys.readouterr().out
+    with git.Repo(root) as repo:
+        repo.git.switch("-q", "deploy")
+        repo.git.merge("-q", "--ff-only", "main")
+    assert run(root) == 0

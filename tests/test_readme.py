@@ -61,6 +61,9 @@ def test_every_documented_invocation_uses_a_real_command_and_real_options(where:
     commands = subcommands()
     words = [w for w in re.split(r"[\s\[\]|]+", line.removeprefix("python pipeline.py")) if w]
     named = [w for w in words if w in commands or w in ("COMMAND", "<command>")]
+    top = {s for a in _parser()._actions for s in a.option_strings}
+    if not named and words and all(w in top for w in words):  # `python pipeline.py --version`
+        return
     assert named, f"{where}: no command in {line!r}"
     if named[0] in ("COMMAND", "<command>"):
         return
@@ -178,3 +181,107 @@ def test_every_rule_id_the_rules_page_names_is_listed() -> None:
     named = {n for n in re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+)`", text) if not n.endswith("-")}
     assert len(named) >= 40
     assert named - set(ruleindex.ids()) == set()
+
+
+# ------------------------------------------------------------------ the outputs the README shows
+
+
+def shown_sessions(text: str = README) -> list[list[tuple[str, list[str]]]]:
+    """Every ```sh block that shows `$ python pipeline.py ...`: its commands (`$ ...` lines) in order,
+    each with the output lines shown under it."""
+    sessions = []
+    for block in re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S):
+        if not re.search(r"^\$ python pipeline\.py ", block, re.M):
+            continue
+        steps: list[tuple[str, list[str]]] = []
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                steps.append((line[2:], []))
+            elif steps:
+                steps[-1][1].append(line)
+        sessions.append(steps)
+    return sessions
+
+
+def shows(expected: list[str], actual: list[str]) -> bool:
+    """Whether `actual` is what `expected` shows: line for line, a `...` line standing for any run of
+    lines (none included)."""
+    if not expected:
+        return not actual
+    if expected[0] == "...":
+        return any(shows(expected[1:], actual[i:]) for i in range(len(actual) + 1))
+    return bool(actual) and actual[0] == expected[0] and shows(expected[1:], actual[1:])
+
+
+def test_the_elision_matches_runs_of_lines_only() -> None:
+    assert shows(["a", "...", "d"], ["a", "b", "c", "d"]) and shows(["a", "...", "d"], ["a", "d"])
+    assert not shows(["a", "...", "d"], ["a", "b", "c"]) and not shows(["a", "b"], ["a", "b", "c"])
+    assert not shows(["a"], ["a "])
+
+
+def test_every_command_output_the_readme_shows_is_what_the_command_prints(tmp_path: Path) -> None:
+    """The README's sessions run in order on a fresh clone of the suite's example repository (a git
+    repository whose one commit holds the inputs and generated/), each command through the shell;
+    what each prints on stdout is what the README shows under it."""
+    import os
+    import shutil
+
+    sessions = shown_sessions()
+    assert sessions, "the walkthrough shows command output"
+    root = trees.example(tmp_path / "clone")
+    for rel in trees.DERIVED:  # a clone holds what render derives beside generated/ too
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(trees.rendered() / rel, root / rel)
+    shutil.copyfile(trees.REPO / "pipeline.py", root / "pipeline.py")
+    trees.committed(root).close()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bin_dir / "python").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GPUTENANCY_SCHEMAS")}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", PYTHONPATH=str(trees.REPO), NO_COLOR="1")
+    for steps in sessions:
+        for command, expected in steps:
+            done = subprocess.run(
+                ["bash", "--noprofile", "--norc", "-c", command],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            printed = done.stdout.splitlines()
+            assert shows(expected, printed), (
+                f"README shows under `$ {command}`:\n"
+                + "\n".join(expected)
+                + "\n\nit prints:\n"
+                + done.stdout
+            )
+
+
+def test_the_offline_schemas_step_of_the_set_up_works_from_a_mirror(tmp_path: Path, shared: Path) -> None:
+    """Set up's `schemas fetch --url 'file://<mirror>/kueue/{version}/manifests.yaml'`, with the
+    reference data standing in for the mirror (the same layout), fills the schemas directory and
+    verifies it against the fixture's lock."""
+    import shlex
+
+    from gputenancy.cli.app import main
+
+    setup = README.split("\n## Set up\n", 1)[1].split("\n## ", 1)[0]
+    (line,) = [
+        x for x in setup.splitlines() if x.startswith("python pipeline.py schemas fetch --url 'file://")
+    ]
+    url = shlex.split(line)[-1]
+    mirror = url.removeprefix("file://").split("/kueue/", 1)[0]
+    import shutil
+
+    root = trees.example(tmp_path)
+    shutil.copyfile(trees.REPO / "schemas.lock", root / "schemas.lock")  # the project's lock
+    args = shlex.split(line.removeprefix("python pipeline.py "))
+    args[-1] = url.replace(mirror, str(shared))
+    assert main(["--root", str(root), *args]) == 0
+    assert sorted(p.name for p in (root / ".gputenancy-schemas" / "kueue").iterdir()) == [
+        "v0.18.1",
+        "v0.19.2",
+    ]

@@ -68,7 +68,11 @@ def test_tenant_component_applies_to_tenant_objects(result: engine.Result) -> No
 def test_lab_cluster_reference_setup(result: engine.Result) -> None:
     tree = dict(result.clusters["lab"].tree)
     (cq,) = docs(tree, "clusterqueue/")
-    assert cq["spec"]["resourceGroups"][0]["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
+    # two resource groups: the GPU on t4, CPU and memory on the node-agnostic default-flavor
+    assert [g["coveredResources"] for g in cq["spec"]["resourceGroups"]] == [
+        ["nvidia.com/gpu"],
+        ["cpu", "memory"],
+    ]
     gpu = [
         r for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "nvidia.com/gpu"
     ]
@@ -103,7 +107,7 @@ def test_chain_claim_template_to_mapping_to_cluster_queue(result: engine.Result)
         }
         queues = {d["metadata"]["namespace"]: d["spec"]["clusterQueue"] for d in docs(tree, "localqueue/")}
         covered = {
-            d["metadata"]["name"]: set(d["spec"]["resourceGroups"][0]["coveredResources"])
+            d["metadata"]["name"]: {r for g in d["spec"]["resourceGroups"] for r in g["coveredResources"]}
             for d in docs(tree, "clusterqueue/")
         }
         rcts = docs(tree, "resourceclaimtemplate/")

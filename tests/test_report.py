@@ -89,3 +89,60 @@ def test_a_draining_tenant_reaches_nothing_and_the_rule_sits_at_the_capacity() -
     assert chart["datasets"][layers[2]["data"]["name"]] == [{"capacity": 16.0}]
     undeclared = budgets.Pool("prod", "h100", "nvidia.com/gpu", None, parse(10), grants)
     assert len(htmlreport.spec(undeclared)["layer"]) == 2
+
+
+def _figures(text: str) -> list[str]:
+    return re.findall(r'<figure class="pool"[^>]*>', text)
+
+
+def test_against_a_ref_draws_each_changed_pool_before_and_after(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report --against REF`, as the plan: a pool the change moves is drawn before and after, side
+    by side; a pool it leaves alone once. A ref that cannot be read writes nothing."""
+    root = trees.example(tmp_path, generated=False)
+    trees.committed(root).close()
+    trees.replace(
+        root,
+        "tenants/vision.yaml",
+        "gpu.nvidia.com: {nominal: 8, borrowingLimit: 4, lendingLimit: 4}",
+        "gpu.nvidia.com: {nominal: 6, borrowingLimit: 4, lendingLimit: 4}",
+    )
+    page = tmp_path / "report.html"
+    assert main(["--root", str(root), "report", "--against", "HEAD", "--output", str(page)]) == 0
+    assert "1 pool(s) changed since HEAD" in capsys.readouterr().out
+    text = page.read_text()
+    moved = [f for f in _figures(text) if 'data-flavor="h100"' in f and 'data-resource="nvidia.com/gpu"' in f]
+    assert [re.search(r'data-when="(\w+)"', f).group(1) for f in moved] == ["before", "after"], moved  # type: ignore[union-attr]
+    assert "prod h100 nvidia.com/gpu before: nominal 16 of 16, headroom 0" in text
+    assert "prod h100 nvidia.com/gpu after: nominal 14 of 16, headroom 2" in text
+    still = [f for f in _figures(text) if 'data-flavor="h100"' in f and 'data-resource="cpu"' in f]
+    assert len(still) == 1 and 'data-when="now"' in still[0], still
+    capsys.readouterr()
+    page.unlink()
+    assert main(["--root", str(root), "report", "--against", "no-such-ref", "--output", str(page)]) == 1
+    assert "no-such-ref" in capsys.readouterr().out and not page.exists()
+
+
+def test_gpu_charts_are_apart_from_cpu_and_memory(tmp_path: Path) -> None:
+    root = trees.example(tmp_path, generated=False)
+    page = tmp_path / "report.html"
+    assert main(["--root", str(root), "report", "--cluster", "prod", "--output", str(page)]) == 0
+    text = page.read_text()
+    section = text.split('id="cluster-prod"', 1)[1].split("</section>", 1)[0]
+    gpu, rest = section.split('<div class="pools gpu">', 1)[1].split('<div class="pools other">', 1)
+    assert "<h3>GPUs</h3>" in section and "<h3>CPU and memory</h3>" in section
+    assert 'data-resource="nvidia.com/gpu"' in gpu and 'data-resource="cpu"' not in gpu
+    assert 'data-resource="cpu"' in rest and 'data-resource="nvidia.com/gpu"' not in rest
+
+
+def test_the_page_is_titled_after_the_repository_and_its_clusters(tmp_path: Path) -> None:
+    """Not after the folder it was checked out in: the repository Argo CD reads (argocd.repoURL)."""
+    root = trees.example(tmp_path / "some-checkout-folder", generated=False)
+    page = tmp_path / "report.html"
+    assert main(["--root", str(root), "report", "--output", str(page)]) == 0
+    text = page.read_text()
+    title = re.search(r"<title>(.*)</title>", text).group(1)  # type: ignore[union-attr]
+    assert title == "GPU budgets of acme/gpu-tenancy: lab, prod", title
+    assert "some-checkout-folder" not in text and root.name not in title
+    assert "<h1>GPU budgets of acme/gpu-tenancy</h1>" in text

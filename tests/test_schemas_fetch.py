@@ -328,6 +328,6 @@ def test_a_schemas_directory_without_a_clusters_version_is_an_error(
     # Without schemas the plan comment says, per cluster, that CRD validation did not run.
     code, out = run(root, "plan", "--format", "markdown", capsys=capsys)
     assert code == 2
-    validation = out.split("### Validation", 1)[1]
-    assert "- c0: Kueue CRD schema validation skipped: no schema directory configured" in validation
-    assert "- c1: Kueue CRD schema validation skipped: no schema directory configured" in validation
+    validation = out.split("### Validation", 1)[1].split("```", 2)[1].splitlines()  # a plain-text block
+    assert "c0: Kueue CRD schema validation skipped: no schema directory configured" in validation
+    assert "c1: Kueue CRD schema validation skipped: no schema directory configured" in validation

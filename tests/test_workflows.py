@@ -326,3 +326,23 @@ def test_the_admit_step_for_a_teams_repository_passes_actionlint(tmp_path: Path)
         [str(actionlint()), "-no-color", "-oneline", str(broken)], capture_output=True, check=False
     )
     assert bad.returncode != 0
+
+
+def test_the_plan_gate_fails_on_a_usage_error_of_the_real_command(tmp_path: Path) -> None:
+    """The gate after the plan step accepts exactly the codes `plan` succeeds with (0 no change, 2
+    changes); the real command's usage error (a mistyped flag) exits with a code outside them."""
+    (gate,) = [
+        s
+        for s in workflows()["pull-request.yaml"]["jobs"]["plan"]["steps"]
+        if "exit 1" in str(s.get("run", ""))
+    ]
+    accepted = set(re.findall(r"exit-code != '(\d+)'", gate["if"]))
+    assert accepted == {"0", "2"}, gate["if"]
+    script = _plan_script().replace("--format markdown", "--formt markdown")
+    (line,) = [x for x in script.splitlines() if "pipeline.py plan" in x]
+    argv = line.split("python ", 1)[1].split(" || ", 1)[0].replace('"$SCHEMAS"', str(tmp_path)).split()
+    done = subprocess.run(
+        [sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert "unrecognized arguments: --formt" in done.stderr
+    assert str(done.returncode) not in accepted, done.returncode

@@ -482,6 +482,30 @@ _TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "`gpu.nvidia.com: 16` on h100 with one of its two nodes down (8 published)",
         "16 H100 published by two nodes",
     ),
+    (
+        "import-input",
+        "import",
+        "a dump `import` adopts holds Kueue objects of one cluster, in API versions the pipeline reads, whose "
+        "queues do not collide with the repository's tenants; nothing is written otherwise",
+        "a List of ConfigMaps only; a kueue.x-k8s.io/v1alpha1 ClusterQueue; objects labelled "
+        "gputenancy.io/cluster: east and west in one dump; a ClusterQueue named like a tenant whose namespaces differ",
+        "the output of the kubectl line in `import --help` for one cluster",
+    ),
+    (
+        "init-target",
+        "import",
+        "`init DIR` writes into an empty or absent directory only",
+        "a directory holding files",
+        "a new directory",
+    ),
+    (
+        "publish-branch",
+        "publish",
+        "publish runs on the source branch: HEAD merged into the branch Argo CD's deploy follows "
+        "(argocd.targetRevision in this repository, else the default branch), or --force",
+        "publish from an unmerged feature branch",
+        "publish from main after the merge (or --force, said in the output)",
+    ),
 )
 
 
@@ -544,6 +568,7 @@ def all_rules() -> list[RuleDoc]:
         "publish",
         "schemas",
         "status",
+        "import",
     )
     seen: dict[str, RuleDoc] = {}
     for doc in sorted(out, key=lambda d: order.index(d.stage) if d.stage in order else len(order)):

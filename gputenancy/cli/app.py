@@ -1,6 +1,9 @@
 """Command line: parse arguments, call one command function, return the exit code.
 
 Exit codes: 0 fine, 1 errors (findings, or check found generated/ out of date), 2 changes (plan).
+A usage error (an unknown option or command, a missing or invalid argument) exits 1, like any other
+error, never 2: `plan` exits 2 for changes, and a CI job that accepts 2 must not pass a mistyped flag.
+`pipeline.py` or `pipeline.py schemas` alone prints its help and exits 1 too (nothing was done).
 """
 
 from __future__ import annotations
@@ -8,9 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from gputenancy import engine
 from gputenancy.assemble import output
@@ -47,14 +50,31 @@ def _globals(
     )
 
 
+USAGE_ERROR = 1  # argparse's own is 2, the code `plan` uses for changes
+
+
+class _UsageError(Exception):
+    """A command line argparse refused; its usage and message are already on stderr."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error returns USAGE_ERROR from `main` instead of exiting 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise _UsageError(message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="pipeline.py",
         description="GPU tenancy on Kubernetes: tenants/ + base/ + overlays/ -> generated/<cluster>/ for Argo CD.",
         epilog=clihelp.MAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _globals(p, suppress=False)
+    p.add_argument("--version", action="store_true", help="print the version of gputenancy and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str) -> argparse.ArgumentParser:
@@ -134,6 +154,10 @@ def _parser() -> argparse.ArgumentParser:
         "--output", type=Path, default=Path("report.html"), help="HTML file (default: report.html)"
     )
     hp.add_argument(
+        "--against",
+        help="GIT-REF: pools the change since it moves are drawn before and after (as plan --against)",
+    )
+    hp.add_argument(
         "--from",
         dest="source",
         type=Path,
@@ -141,6 +165,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     _status_parser(command("status"))
     _admit_parser(command("admit"))
+    from gputenancy.adopt import command as adopt
+
+    adopt.add_arguments(command("init"), command("import"))
     return p
 
 
@@ -206,6 +233,11 @@ def _plan_parsers(plan_p: argparse.ArgumentParser, publish_p: argparse.ArgumentP
         "--dry-run", action="store_true", help="write nothing; print what would be committed"
     )
     publish_p.add_argument("--message-title", help="first line of the commit message")
+    publish_p.add_argument(
+        "--force",
+        action="store_true",
+        help="publish even when HEAD is not merged into the source branch (said in the output)",
+    )
 
 
 def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -> int:
@@ -250,6 +282,7 @@ def _plan_commands(args: argparse.Namespace, root: Path, schemas: Path | None) -
         message_title=args.message_title,
         emit=sys.stdout.write,
         emit_notes=sys.stderr.write,
+        force=args.force,
     )
 
 
@@ -367,7 +400,9 @@ def _write_or_check(
             for d in output.diff_paths(tree, output.read_tree(parent / name))
         ]
         differences += [f"{name}: - (whole cluster directory)" for name in stale_dirs]
-        stale = _stale_files(root, _derived_files(result.model))
+        stale = _stale_files(
+            root, _derived_files(result.model, root, _every_tree(root, trees) if cluster else trees)
+        )
         if differences:
             say("generated/ is out of date; run `python pipeline.py render`:")
             say("\n".join(f"  {d}" for d in differences))
@@ -383,7 +418,7 @@ def _write_or_check(
     cleaned = swap.prepare(root, parent)
     if cleaned:
         say(f"removed leftovers of an interrupted run: {', '.join(cleaned)}")
-    derived = _derived_files(result.model)
+    derived = _derived_files(result.model, root, _every_tree(root, trees) if cluster else trees)
     _stale_files(root, derived)  # refuses linked paths before anything is written
     try:
         changed = swap.write_trees(root, parent, trees, prune=cluster is None)
@@ -395,12 +430,31 @@ def _write_or_check(
     return 0
 
 
-def _derived_files(model: spec.Model) -> dict[str, bytes | None]:
-    """Files outside generated/ rendered from the inputs: CODEOWNERS and the hub's app-of-apps.
-    None means the file should not exist (removed only when the pipeline wrote it)."""
+def _derived_files(
+    model: spec.Model, root: Path, trees: Mapping[str, Mapping[str, bytes]]
+) -> dict[str, bytes | None]:
+    """Files outside generated/ rendered from the inputs: CODEOWNERS and the hub's app-of-apps (with
+    the AppProject of what every cluster's tree delivers). None means the file should not exist
+    (removed only when the pipeline wrote it)."""
     from gputenancy.deliver import appset, ownership
 
-    return {ownership.PATH: ownership.codeowners(model).encode(), **appset.files(model)}
+    return {ownership.PATH: ownership.codeowners(model).encode(), **appset.files(model, trees, root)}
+
+
+def _every_tree(root: Path, trees: Mapping[str, Mapping[str, bytes]]) -> dict[str, Mapping[str, bytes]]:
+    """Every cluster's tree: the rendered ones, and for `--cluster` the others as generated/ holds
+    them (render leaves them as they are)."""
+    parent = root / output.GENERATED
+    others = (
+        {
+            p.name: output.read_tree(p)
+            for p in sorted(parent.iterdir())
+            if p.is_dir() and not p.name.startswith(".") and p.name not in trees
+        }
+        if parent.is_dir()
+        else {}
+    )
+    return {**others, **trees}
 
 
 def _generated_by_us(path: Path) -> bool:
@@ -463,18 +517,36 @@ def boundary_docs() -> dict[str, str]:
     return {**confine.DOCS, **kustomizations.DOCS, **amounts.DOCS, **swap.DOCS}
 
 
+def version() -> str:
+    """The installed package's version (its metadata), or the source tree's when not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("gputenancy")
+    except metadata.PackageNotFoundError:
+        import gputenancy
+
+        return gputenancy.__version__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+        if "--root" not in clihelp.acting(args.command or ""):  # a command that reads no repository
+            for flag, given in (("--root", args.root is not None), ("--no-cache", args.no_cache)):
+                if given:
+                    parser.error(f"{flag} has no effect on `{args.command}`")
+    except _UsageError:
+        return USAGE_ERROR
+    if args.version:
+        sys.stdout.write(f"{parser.prog} {version()}\n")
+        return 0
     if args.command is None or (args.command == "schemas" and args.schemas_command is None):
         # `pipeline.py` or `pipeline.py schemas` alone: the help that names what to type, not a usage error
         shown = parser if args.command is None else _subparser(parser, "schemas")
         sys.stdout.write(shown.format_help())
-        return 2
-    if "--root" not in clihelp.acting(args.command):  # a command that reads no repository
-        for flag, given in (("--root", args.root is not None), ("--no-cache", args.no_cache)):
-            if given:
-                parser.error(f"{flag} has no effect on `{args.command}`")
+        return USAGE_ERROR
     from gputenancy.common import interrupt
 
     with (
@@ -509,7 +581,16 @@ def _main(args: argparse.Namespace) -> int:
             if args.command == "pr-comment":
                 return github.cmd_pr_comment(args.body_file, args.repo, args.pr, os.environ)
             return github.cmd_job_summary(args.body_file, os.environ)
+        if args.command == "init":
+            from gputenancy.adopt import command as adopt
+
+            return adopt.cmd_init(args, sys.stdout.write)
         root = args.root.resolve() if args.root is not None else clihelp.find_root(Path.cwd())
+        if args.command == "import":
+            from gputenancy.adopt import command as adopt
+
+            schemas = _schemas(args.schemas, root)
+            return adopt.cmd_import(root, args, schemas, sys.stdout.write, sys.stderr.write)
         if args.command == "budgets":
             from gputenancy.cli import commands
 
@@ -522,7 +603,13 @@ def _main(args: argparse.Namespace) -> int:
             from gputenancy.deliver import htmlreport
 
             return htmlreport.command(
-                root, args.cluster, args.output, sys.stdout.write, sys.stderr.write, args.source
+                root,
+                args.cluster,
+                args.output,
+                sys.stdout.write,
+                sys.stderr.write,
+                args.against,
+                args.source,
             )
         if args.command == "schemas":
             from gputenancy.deliver import fetch

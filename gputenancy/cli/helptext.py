@@ -92,7 +92,7 @@ COMMANDS: dict[str, Help] = {
         "Kueue release manifests (CRDs, install) for validation and plans: `schemas fetch`",
         "Kueue's release manifests, kept in the schemas directory (--schemas, $GPUTENANCY_SCHEMAS or "
         ".gputenancy-schemas/) for CRD validation and upgrade plans. One subcommand: fetch.",
-        ((0, "done"), (1, "errors (see the subcommand)"), (2, "no subcommand given: this help is printed")),
+        ((0, "done"), (1, "errors (see the subcommand), or no subcommand given: this help is printed")),
         ("python pipeline.py schemas fetch", "python pipeline.py schemas fetch --help"),
     ),
     "pr-comment": Help(
@@ -113,9 +113,15 @@ COMMANDS: dict[str, Help] = {
         "write one HTML page with a chart per cluster, flavor and quota resource",
         "From the inputs (no render): per pool the capacity, each tenant's nominal share and the most it "
         "can reach by borrowing, coloured by cohort. The page is self-contained (inline SVG, no script): "
-        "it opens without network access, e.g. as a workflow artifact.",
+        "it opens without network access, e.g. as a workflow artifact. Per cluster the GPU pools come "
+        "first, apart from CPU and memory; with --against REF a pool the change moves is drawn before and "
+        "after, side by side. The page is titled after the repository (argocd.repoURL) and its clusters.",
         ((0, "written"), _FINDINGS),
-        ("python pipeline.py report", "python pipeline.py report --cluster prod --output prod.html"),
+        (
+            "python pipeline.py report",
+            "python pipeline.py report --cluster prod --output prod.html",
+            "python pipeline.py report --against origin/main",
+        ),
     ),
     "admit": Help(
         "say before submission what Kueue will do with a job: its queue, charge, flavor and verdict",
@@ -160,6 +166,38 @@ COMMANDS: dict[str, Help] = {
             "python pipeline.py status --cluster prod --context prod-admin --format markdown",
         ),
     ),
+    "init": Help(
+        "create a repository with no tenants and no clusters, ready to import a cluster into",
+        "Writes base/platform.yaml (an empty catalog, no flavors), base/kueue-config.yaml, "
+        "base/kustomization.yaml and empty tenants/ and overlays/ into DIR, which must be empty or absent. "
+        "It validates and renders an empty output.",
+        ((0, "created"), (1, "DIR is not empty: nothing written")),
+        ("python pipeline.py init gpu-tenancy --owner @acme/gpu-platform",),
+    ),
+    "import": Help(
+        "adopt a cluster that already runs Kueue: its live queues -> tenant, platform and overlay files",
+        "Reads ResourceFlavors, ClusterQueues, Cohorts, LocalQueues, WorkloadPriorityClasses, "
+        "AdmissionChecks, Topologies, DeviceClasses, ResourceClaimTemplates (kueue.x-k8s.io v1beta1 or "
+        "v1beta2) and the Kueue manager's ConfigMap and Deployment from FILE (the output of the kubectl "
+        "line below) or, with --context, from the real kubectl (get only). Each ClusterQueue becomes a "
+        "tenant named after it (its namespaces from the LocalQueues pointing to it), flavors, device "
+        "classes and cohorts go to base/platform.yaml, versions, capacity and the Configuration to "
+        "overlays/<cluster>/. Names stay the live names. Then it renders the cluster and compares each "
+        "object with the live one: reproduced exactly, carried as a patch or kept verbatim in the overlay "
+        "(not expressible, with why), or different (each field, live -> rendered). Namespaces, "
+        "ResourceSlices and Workloads are read, not imported. A tenant file that exists gets the "
+        "cluster's budget added, its comments and order kept. Nothing is written unless the round trip "
+        "is exact (or --allow-partial), and then all files at once.",
+        (
+            (0, "imported: the round trip is exact (or --allow-partial)"),
+            (1, "bad input (findings, nothing written), or objects differ (listed, nothing written)"),
+        ),
+        (
+            kubectl.command_line(),
+            "python pipeline.py import --cluster prod --from cluster.yaml",
+            "python pipeline.py import --cluster prod --context prod-admin --dry-run",
+        ),
+    ),
 }
 
 SUBCOMMANDS: dict[str, Help] = {
@@ -200,6 +238,8 @@ GLOBALS: dict[str, tuple[str, ...]] = {
     "job-summary": (),
     "admit": ("--root",),
     "status": ("--root",),
+    "init": (),
+    "import": ("--root",),
 }
 
 
@@ -216,8 +256,8 @@ MAIN_EPILOG = (
         100,
     )
     + "\n\n"
-    "exit codes:\n  0  fine\n  1  errors (findings printed as file:line:col: error: message (rule))\n"
-    "  2  plan: changes; otherwise a usage error, or no command given (this help is printed)\n\n"
+    "exit codes:\n  0  fine\n  1  errors (findings printed as file:line:col: error: message (rule)), a usage\n"
+    "     error, or no command given (this help is printed)\n  2  plan: changes\n\n"
     "example:\n  python pipeline.py validate\n  python pipeline.py render\n"
     "  python pipeline.py plan --against origin/main\n\n"
     "`python pipeline.py COMMAND --help` describes a command, its exit codes and an example."

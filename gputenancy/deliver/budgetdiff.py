@@ -55,7 +55,11 @@ class PoolDiff:
 
     @property
     def changed(self) -> bool:
-        return _holders(self.before) != _holders(self.after) or _cap(self.before) != _cap(self.after)
+        return (
+            _holders(self.before) != _holders(self.after)
+            or _cap(self.before) != _cap(self.after)
+            or bool(tree_lines(self))
+        )
 
 
 _EMPTY = Pool("", "", "", None, ZERO, ())
@@ -66,7 +70,32 @@ def _cap(p: Pool | None) -> str | None:
 
 
 def _holders(p: Pool | None) -> tuple[tuple[str, str], ...]:
-    return tuple((g.tenant, g.nominal.canonical()) for g in p.grants) if p is not None else ()
+    if p is None:
+        return ()
+    cohorts = tuple((f"cohort {c.cohort}", c.nominal.canonical()) for c in p.cohorts if c.nominal.value)
+    return tuple((g.tenant, g.nominal.canonical()) for g in p.grants) + cohorts
+
+
+def tree_lines(d: PoolDiff) -> list[str]:
+    """The cohorts of a pool whose own quota, holdings or reach the change moves:
+    `cohort perception h100 nvidia.com/gpu: nominal 4 → 6, holds 10 → 12, reaches 12 → 14`."""
+    old = {c.cohort: c for c in (d.before.cohorts if d.before is not None else ())}
+    new = {c.cohort: c for c in (d.after.cohorts if d.after is not None else ())}
+    out = []
+    for name in [*new, *(n for n in old if n not in new)]:
+        a, b = old.get(name), new.get(name)
+        pairs = [
+            (w, _tree_cell(a, w, d.unit), _tree_cell(b, w, d.unit)) for w in ("nominal", "holds", "reach")
+        ]
+        cells = [f"{'reaches' if w == 'reach' else w} {_arrow(x, y)}" for w, x, y in pairs]
+        if any(x != y for _, x, y in pairs):
+            out.append(f"cohort {name} {d.flavor} {d.resource}: {', '.join(cells)}")
+    return out
+
+
+def _tree_cell(c: budgets.CohortGrant | None, what: str, unit: str) -> str:
+    q = None if c is None else c.nominal if what == "nominal" else c.holds if what == "holds" else c.reach
+    return human(q, unit) if q is not None else "-"
 
 
 def _text(g: Grant | None, name: str) -> str:

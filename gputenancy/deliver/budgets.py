@@ -25,6 +25,7 @@ from gputenancy.inputs.hami import human
 from gputenancy.inputs.quantity import ZERO, Quantity
 from gputenancy.inputs.spec import Amount, Model, Tenant
 from gputenancy.policy import capacity as policy_capacity
+from gputenancy.policy import cohorts as policy_cohorts
 from gputenancy.policy.catalog import Catalog, effective_catalog
 
 FORMATS = ("text", "markdown", "json")
@@ -86,6 +87,7 @@ class Pool:
     nominal: Quantity
     grants: tuple[Grant, ...]
     unit: str = ""  # "MiB" or "percent" for HAMi memory and compute quotas
+    cohorts: tuple[CohortGrant, ...] = ()  # the budget tree: what each cohort holds and can reach
 
     @property
     def headroom(self) -> Quantity | None:
@@ -129,38 +131,31 @@ def pools(model: Model, clusters: Iterable[str] | None = None) -> list[Pool]:
         grants: dict[tuple[str, str], list[Grant]] = defaultdict(list)
         for g in _grants(model, name, catalog):
             grants[(g.flavor, g.resource)].append(g)
-        for key in sorted(set(capacity) | set(grants)):
+        trees: dict[tuple[str, str], list[CohortGrant]] = defaultdict(list)
+        for c in cohort_grants(model, name, catalog):
+            trees[(c.flavor, c.resource)].append(c)
+        for key in sorted(set(capacity) | set(grants) | set(trees)):
             held = tuple(grants.get(key, ()))
-            total = sum((g.nominal for g in held), ZERO)
-            out.append(Pool(name, key[0], key[1], capacity.get(key), total, held, units.get(key, "")))
+            tree = tuple(trees.get(key, ()))
+            total = sum((g.nominal for g in held), ZERO) + sum((c.nominal for c in tree), ZERO)
+            out.append(Pool(name, key[0], key[1], capacity.get(key), total, held, units.get(key, ""), tree))
     return out
 
 
 def _grants(model: Model, name: str, catalog: Catalog, only: Set[str] | None = None) -> Iterator[Grant]:
     """The grants on cluster `name`, by tenant name (of the tenants in `only`, when given: what each
-    can reach still depends on every tenant of its cohort tree)."""
+    can reach still depends on every tenant of its cohort tree), what each reaches as Kueue computes it
+    through its cohorts (`quotatree`: the quota cohorts hold themselves included)."""
     amounts = {t.name: _amounts(model, t, name, catalog) for t in model.tenants_on(name)}
     tenants = {t.name: t for t in model.tenants_on(name)}
     units = _units(name, catalog)
-    # what each cohort tree can lend, per (flavor, resource), and what each tenant adds to it
-    lendable: dict[tuple[str, str, str], Quantity] = defaultdict(lambda: ZERO)
-    for tname, per_key in amounts.items():
-        cohort = tenants[tname].cohort
-        if cohort is None:
-            continue
-        for key, a in per_key.items():
-            lendable[(_root(model, cohort), *key)] += a.lending if a.lending is not None else a.nominal
+    tree = policy_cohorts.tree(model, name, catalog)
     for tname, per_key in sorted(amounts.items()):
         if only is not None and tname not in only:
             continue
         cohort = tenants[tname].cohort
         for key, a in per_key.items():
-            reach = a.nominal
-            if cohort is not None:
-                own = a.lending if a.lending is not None else a.nominal
-                others = lendable[(_root(model, cohort), *key)] - own
-                borrowable = others if a.borrowing is None else min(a.borrowing, others)
-                reach = a.nominal + max(borrowable, ZERO)
+            reach = tree.reach(cohort, a.values(), key)
             draining = tenants[tname].state == "draining"
             yield Grant(
                 name,
@@ -170,10 +165,102 @@ def _grants(model: Model, name: str, catalog: Catalog, only: Set[str] | None = N
                 a.borrowing,
                 a.lending,
                 cohort,
-                reach,
+                Quantity(max(reach, a.nominal.value), a.nominal.format) if reach is not None else a.nominal,
                 units.get(key, ""),
                 draining,
             )
+
+
+@dataclasses.dataclass(frozen=True)
+class CohortGrant:
+    """What one cohort of a budget tree holds of one quota resource on one flavor of one cluster: its
+    own quota (a department's budget), what it holds with its members, what it can reach."""
+
+    cluster: str
+    cohort: str
+    parent: str | None
+    members: tuple[str, ...]  # its tenants and child cohorts (`cohort <name>`), by name
+    flavor: str
+    resource: str
+    nominal: Quantity  # its own nominalQuota (0: it holds none itself)
+    borrowing: Quantity | None
+    lending: Quantity | None
+    holds: Quantity  # its own quota plus what its members lend it (Kueue's subtree quota)
+    reach: Quantity | None  # the most its subtree can use at once; None: in a cycle of parents
+    unit: str = ""
+
+    def show(self, q: Quantity) -> str:
+        return human(q, self.unit)
+
+    def line(self) -> str:
+        """`cohort perception (in research; vision, speech): nominal 4, lending 2; holds 10 with its
+        members; reaches 12`"""
+        where = f"in {self.parent}; " if self.parent else ""
+        limits = "".join(
+            f", {word} {self.show(q)}"
+            for word, q in (("borrowing", self.borrowing), ("lending", self.lending))
+            if q is not None
+        )
+        reach = self.show(self.reach) if self.reach is not None else "nothing (a cycle of parents)"
+        return (
+            f"cohort {self.cohort} ({where}{', '.join(self.members) or 'no members here'}): nominal "
+            f"{self.show(self.nominal)}{limits}; holds {self.show(self.holds)} with its members; reaches {reach}"
+        )
+
+
+def cohort_grants(model: Model, name: str, catalog: Catalog) -> Iterator[CohortGrant]:
+    """Every cohort rendered on cluster `name` that holds anything (itself or through its members) of a
+    (flavor, resource), parents first within each tree."""
+    tree = policy_cohorts.tree(model, name, catalog)
+    units = _units(name, catalog)
+    rendered = policy_cohorts.cohorts_on(model, name)
+    members: dict[str, list[str]] = defaultdict(list)
+    for t in model.tenants_on(name):
+        if t.cohort is not None:
+            members[t.cohort].append(t.name)
+    for co in rendered:
+        parent = model.platform.cohorts[co].parent
+        if parent is not None:
+            members[parent].append(f"cohort {co}")
+    formats = {
+        key: a.nominal.format
+        for t in model.tenants_on(name)
+        for key, a in reversed(_amounts(model, t, name, catalog).items())
+    }
+    roots = sorted({tree.root(co) for co in rendered})
+    order = [co for root in roots for co in tree.members(root) if co in rendered]
+    for co in order:
+        for key in sorted(tree.keys(co)):
+            holds = tree.subtree(co, key)
+            if holds == 0 and tree.own(co, key)[0] == 0:
+                continue
+            reach = tree.potential(co, key)
+            own = _own_amount(model, co, name, key, catalog)
+            fmt = own.nominal.format if own is not None else formats.get(key, ZERO.format)
+            yield CohortGrant(
+                name,
+                co,
+                model.platform.cohorts[co].parent,
+                tuple(sorted(members.get(co, ()))),
+                *key,
+                own.nominal if own is not None else ZERO,
+                own.borrowing if own is not None else None,
+                own.lending if own is not None else None,
+                Quantity(holds, fmt),
+                Quantity(reach, fmt) if reach is not None else None,
+                units.get(key, ""),
+            )
+
+
+def _own_amount(
+    model: Model, cohort: str, cluster: str, key: tuple[str, str], catalog: Catalog
+) -> Amount | None:
+    for fb in model.platform.cohorts[cohort].budget_for(cluster):
+        if fb.flavor == key[0]:
+            for resource, a in catalog.amounts(fb, cluster):
+                if resource == key[1]:
+                    return a
+    return None
 
 
 def grants_for(
@@ -238,6 +325,7 @@ def format_text(found: Sequence[Pool], used: Used | None = None) -> str:
             f"headroom {_h(p.headroom, p.unit)}"
         )
         lines += [f"    {g.tenant}: {terms(g)}{_uses(g, used)}" for g in p.grants]
+        lines += [f"    {c.line()}" for c in p.cohorts]
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -286,7 +374,28 @@ def format_markdown(found: Sequence[Pool], used: Used | None = None) -> str:
                 *(grant_row(g) + _usage_cells(g, used) for p in here for g in p.grants),
                 "",
             ]
+        tree = [c for p in here for c in p.cohorts]
+        if tree:
+            parts += [*COHORT_HEADER, *(cohort_row(c) for c in tree), ""]
     return "\n".join(parts)
+
+
+COHORT_HEADER = (
+    "| cohort | parent | members | flavor | resource | its own quota | borrowing limit | lending limit "
+    "| holds with its members | most it can reach |",
+    "| --- | --- | --- | --- | --- | ---: | --- | --- | ---: | ---: |",
+)
+
+
+def cohort_row(c: CohortGrant) -> str:
+    def shown(q: Quantity | None) -> str:
+        return c.show(q) if q is not None else "-"
+
+    return (
+        f"| {_md(c.cohort)} | {_md(c.parent or '-')} | {_md(', '.join(c.members) or '-')} | {_md(c.flavor)} | "
+        f"{_md(c.resource)} | {_md(c.show(c.nominal))} | {_md(shown(c.borrowing))} | {_md(shown(c.lending))} | "
+        f"{_md(c.show(c.holds))} | {_md(shown(c.reach))} |"
+    )
 
 
 def grant_json(g: Grant) -> dict[str, Any]:
@@ -303,6 +412,19 @@ def grant_json(g: Grant) -> dict[str, Any]:
         "reach": g.reach.canonical(),
         **({"unit": g.unit} if g.unit else {}),
         **({"draining": True} if g.draining else {}),
+    }
+
+
+def cohort_json(c: CohortGrant) -> dict[str, Any]:
+    return {
+        "cohort": c.cohort,
+        "parent": c.parent,
+        "members": list(c.members),
+        "nominal": c.nominal.canonical(),
+        "borrowingLimit": _json_q(c.borrowing),
+        "lendingLimit": _json_q(c.lending),
+        "holds": c.holds.canonical(),
+        "reach": _json_q(c.reach),
     }
 
 
@@ -332,6 +454,7 @@ def to_json(found: Sequence[Pool], used: Used | None = None) -> dict[str, Any]:
                 "headroom": _json_q(p.headroom),
                 **({"unit": p.unit} if p.unit else {}),
                 "grants": [grant_json(g) | _usage_json(g, used) for g in p.grants],
+                **({"cohorts": [cohort_json(c) for c in p.cohorts]} if p.cohorts else {}),
             }
             for p in found
         ],

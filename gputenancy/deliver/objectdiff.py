@@ -147,7 +147,7 @@ def describe(kind: str, path: Sequence[Segment]) -> str:
                 what = field_path(rest) or "(whole document)"
             return f"Kueue Configuration {what}"
     if (
-        kind == "ClusterQueue"
+        kind in ("ClusterQueue", "Cohort")
         and p[:2] == ["spec", "resourceGroups"]
         and p[3:4] == ["flavors"]
         and len(p) > 4

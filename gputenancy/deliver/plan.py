@@ -41,7 +41,7 @@ class Risk:
     """risk: queue-deleted | localqueue-replaced | claim-template-replaced | kueue-config-changed |
     capacity-overcommitted | queue-draining | localqueue-renamed | namespace-removed (deliver/risks.py) |
     cluster-renamed | destination-changed (deliver/rename.py) | fleet-worker-added | fleet-worker-removed
-    (deliver/fleetrisks.py)"""
+    (deliver/fleetrisks.py) | immutable-field (deliver/risks.py)"""
 
     cluster: str
     risk: str
@@ -53,7 +53,7 @@ class Risk:
 class CapacityRow:
     flavor: str
     resource: str
-    before: Quantity | None  # sum of nominalQuota in the synced ClusterQueues
+    before: Quantity | None  # sum of nominalQuota in the synced ClusterQueues and Cohorts
     after: Quantity | None  # sum of nominal budgets in the model
     capacity: Quantity | None
     unit: str = ""  # "MiB" or "percent" for HAMi memory and cores quotas (shown in GiB and percent)
@@ -98,7 +98,9 @@ class ClusterPlan:
 
     @property
     def changed(self) -> bool:
-        return bool(self.objects or self.files or self.capacity_changed)
+        """Objects, files or capacity change; or the cluster is renamed away (its directory leaves the
+        deploy branch while its objects stay with the new name's Applications)."""
+        return bool(self.objects or self.files or self.capacity_changed or self.renamed_to)
 
     @property
     def capacity_changed(self) -> bool:
@@ -135,15 +137,18 @@ class Plan:
 def _cluster_queues(
     where: str, tree: Tree, new: Tree, rendered: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, dict[str, Any]]:
-    """The synced ClusterQueues by name. A file whose bytes equal the new tree's is the rendered object
+    """The synced ClusterQueues by name, and the Cohorts (their own quota counts toward the nominal
+    total) as `cohort/<name>`. A file whose bytes equal the new tree's is the rendered object
     (`rendered`, by path) and is not parsed again."""
     found: list[Mapping[str, Any]] = []
     for rel, d in tree.items():
-        if b"ClusterQueue" not in d or not rel.endswith((".yaml", ".yml")):
+        if (b"ClusterQueue" not in d and b"Cohort" not in d) or not rel.endswith((".yaml", ".yml")):
             continue
         same = rendered.get(rel) if new.get(rel) == d else None
         found += [same] if same is not None else load_objects(f"{where}/{rel}", d)
-    return {str(b["metadata"]["name"]): dict(b) for b in found if b.get("kind") == "ClusterQueue"}
+    out = {str(b["metadata"]["name"]): dict(b) for b in found if b.get("kind") == "ClusterQueue"}
+    out.update({f"cohort/{b['metadata']['name']}": dict(b) for b in found if b.get("kind") == "Cohort"})
+    return out
 
 
 def _before(cqs: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], Quantity]:
@@ -179,18 +184,21 @@ def _synced_queues(result: engine.Result, name: str, synced: Tree, label: str) -
     rendered = {
         output.object_path(o): o.body
         for o in (made.objects if made is not None else ())
-        if str(o.body.get("kind", "")) == "ClusterQueue"  # o.key.kind, without an ObjectKey per object
+        if str(o.body.get("kind", "")) in ("ClusterQueue", "Cohort")  # o.key.kind, without an ObjectKey
     }
     return _cluster_queues(f"{label}/{name}", synced, made.tree if made is not None else {}, rendered)
 
 
-def _capacity_moved(result: engine.Result, cluster: str, before_model: Model | None) -> bool:
-    """Whether the capacity of the cluster differs between the inputs before and the model (what
-    makes a row's `capacity_changed`; a cluster whose capacities are all alike changes no row)."""
+def _capacity_moved(
+    result: engine.Result, cluster: str, before_model: Model | None, was: str | None = None
+) -> bool:
+    """Whether the capacity of the cluster differs between the inputs before (where it was named
+    `was`: a renamed cluster) and the model (what makes a row's `capacity_changed`; a cluster whose
+    capacities are all alike changes no row)."""
     if before_model is None:
         return False
     have = _capacity(result.model, cluster) if cluster in result.clusters else {}
-    return have != _capacity(before_model, cluster)
+    return have != _capacity(before_model, was or cluster)
 
 
 def capacity_rows(
@@ -198,16 +206,18 @@ def capacity_rows(
     cluster: str,
     synced: Mapping[str, Mapping[str, Any]],
     before_model: Model | None = None,
+    was: str | None = None,
 ) -> list[CapacityRow]:
     """Per flavor and resource: synced nominal quota (before), model budgets (after), capacity (and
-    the capacity in the inputs at the base of the change, when they were read)."""
+    the capacity in the inputs at the base of the change, when they were read: of cluster `was` there,
+    the old name of a renamed cluster)."""
     before, after, have = _before(synced), {}, {}
     record = result.model.clusters.get(cluster)
     units = units_on(result, cluster)
     if record is not None and cluster in result.clusters:
         after = usage_by_flavor(result.model, record, effective_catalog(result.model))
         have = _capacity(result.model, cluster)
-    had = _capacity(before_model, cluster) if before_model is not None else {}
+    had = _capacity(before_model, was or cluster) if before_model is not None else {}
     rows = [
         CapacityRow(
             *k,
@@ -384,13 +394,18 @@ def build(
     )
     gone = {old: new for new, old in moved.items()}
     for name in names:
-        old = against.get(moved.get(name, name), {})
+        was = moved.get(name, name)  # its name in the synced tree and the inputs before
+        old = against.get(was, {})
         dest = dests.get(name) or rename.old_destination(name, old)
-        objects, files, olds = compare(
-            name, result.clusters[name].tree if name in result.clusters else {}, old, label
+        # renamed away: every object stays, adopted by the new name's Applications (whose swap the
+        # new name's plan counts once)
+        objects, files, olds = (
+            ([], [], {})
+            if name in gone
+            else compare(name, result.clusters[name].tree if name in result.clusters else {}, old, label)
         )
         shown = name not in gone and (
-            all_capacity or bool(objects or files) or _capacity_moved(result, name, before)
+            all_capacity or bool(objects or files) or _capacity_moved(result, name, before, was)
         )
         removes_queue = any(o.action == "removed" and o.key.kind in _QUEUES for o in objects)
         cqs = _synced_queues(result, name, old, label) if shown or removes_queue else {}
@@ -399,7 +414,7 @@ def build(
                 name,
                 tuple(objects),
                 tuple(files),
-                tuple(capacity_rows(result, name, cqs, before)) if shown else (),
+                tuple(capacity_rows(result, name, cqs, before, was)) if shown else (),
                 units_on(result, name),
                 destinations.shown(dest) if dest else "",
                 moved.get(name, ""),
@@ -425,12 +440,15 @@ def build(
             m = re.search(r"cluster '([^']+)'", f.message)
             risks.append(Risk(m.group(1) if m else "", "capacity-overcommitted", "", f.message))
     touched = {c.name: c.tenants for c in clusters}
-    changed = [c.name for c in clusters if c.changed]
+    changed = [c.name for c in clusters if c.changed and c.name not in gone]
     grant_diffs: tuple[budgetdiff.GrantDiff, ...] = ()
     pools: tuple[budgetdiff.PoolDiff, ...] = ()
     if before is not None:  # the pools of the changed clusters, before and after, each made once
         after = budgets.pools(result.model, [c for c in changed if c in result.model.clusters])
-        had = budgets.pools(before, [c for c in changed if c in before.clusters])
+        had = _renamed(
+            budgets.pools(before, [moved.get(c, c) for c in changed if moved.get(c, c) in before.clusters]),
+            moved,
+        )
         grants = budgets.grants_for(result.model, touched, after)
         grant_diffs, pools = budgetdiff.grants(had, after, touched), budgetdiff.pools(had, after)
     else:
@@ -448,6 +466,22 @@ def build(
     )
 
 
+def _renamed(found: Sequence[budgets.Pool], moved: Mapping[str, str]) -> list[budgets.Pool]:
+    """The pools before, a renamed cluster's under its new name (`moved`: {new: old}): compared with
+    the same cluster's pools after, not as one cluster removed and another added."""
+    new = {old: name for name, old in moved.items()}
+    return [
+        dataclasses.replace(
+            p,
+            cluster=new[p.cluster],
+            grants=tuple(dataclasses.replace(g, cluster=new[p.cluster]) for g in p.grants),
+        )
+        if p.cluster in new
+        else p
+        for p in found
+    ]
+
+
 def prerequisites(model: Model, cluster: str, objects: Sequence[ObjectChange]) -> tuple[str, ...]:
     """An added tenant's namespaces: Argo CD syncs with CreateNamespace=false, so they must exist."""
     added = sorted(
@@ -458,10 +492,17 @@ def prerequisites(model: Model, cluster: str, objects: Sequence[ObjectChange]) -
     for name in added:
         spaces = [n for n, _ in tenants[name].namespaces] if name in tenants else []
         if spaces:
+            settings = model.platform.argocd
+            project = (
+                f"; and apply argocd/hub.yaml again on the hub (AppProject {settings.project!r} permits "
+                "the new namespaces)"
+                if settings is not None and settings.project != "default"
+                else ""
+            )
             out.append(
                 f"tenant {name!r} is new on {cluster}: create its namespace(s) {', '.join(spaces)} there "
                 "before Argo CD syncs (its Applications sync with CreateNamespace=false, so the "
-                "LocalQueues and claim templates in them fail to apply until they exist)"
+                f"LocalQueues and claim templates in them fail to apply until they exist){project}"
             )
     return tuple(out)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,12 @@ def _grant_lines(plan: Plan, cluster: str) -> list[str]:
     lines += [
         f"  affected on {cluster} (tenants the change does not touch; reach through the cohort):"
     ] * bool(affected)
-    return lines + [f"    {x}" for x in affected]
+    lines += [f"    {x}" for x in affected]
+    tree = [x for d in plan.pools if d.cluster == cluster for x in budgetdiff.tree_lines(d)]
+    lines += [f"  budget tree on {cluster} (cohorts' own quota, what they hold with members, reach):"] * bool(
+        tree
+    )
+    return lines + [f"    {x}" for x in tree]
 
 
 def summary(plan: Plan) -> str:
@@ -136,14 +142,15 @@ def format_text(plan: Plan, *, color: bool = False, max_lines: int | None = None
         )
         counts += ", capacity changed" if c.capacity_changed else ""
         tenants = f" (tenants: {', '.join(c.tenants)})" if c.tenants else ""
-        lines.append(f"{c.name}: {counts}{tenants}" if c.changed else f"{c.name}: no changes")
+        if c.renamed_to:  # its objects stay, under the new name (whose plan counts the Applications)
+            lines.append(
+                f"{c.name}: renamed to {c.renamed_to}: its Applications are removed without cascade, "
+                "every object stays"
+            )
+        else:
+            lines.append(f"{c.name}: {counts}{tenants}" if c.changed else f"{c.name}: no changes")
         lines += [f"  destination: {c.destination}"] if c.changed and c.destination else []
         lines += [f"  renamed from {c.renamed_from}"] if c.renamed_from else []
-        lines += (
-            [f"  renamed to {c.renamed_to}: its Applications are removed without cascade"]
-            if c.renamed_to
-            else []
-        )
         for o in c.objects:
             s = _SIGN[o.action]
             lines += [paint(s, f"  {s} {change_line(o, ch, c.units)}") for ch in o.changes] or [
@@ -192,13 +199,29 @@ def _details(o: ObjectChange) -> str:
     return f"<details><summary>changed {head}: {len(o.changes)} field(s)</summary>\n\n{table}\n\n</details>\n"
 
 
+def _unchanged_note(rows: list[budgetdiff.GrantDiff]) -> list[str]:
+    """How many rows of each touched tenant are not shown because they do not change."""
+    counts: dict[str, int] = {}
+    for d in rows:
+        counts[d.tenant] = counts.get(d.tenant, 0) + 1
+    return [
+        "",
+        "unchanged: "
+        + "; ".join(f"{n} more row(s) of {_md(t)}" for t, n in sorted(counts.items()))
+        + " (`python pipeline.py budgets` lists every grant)",
+    ] * bool(counts)
+
+
 def _grant_markdown(plan: Plan) -> list[str]:
-    """Grants before → after (changed cells in bold), then the affected tenants, per cluster."""
+    """Grants before → after (changed cells in bold), then the affected tenants, per cluster. Of a
+    touched tenant only the rows that change are listed, the others counted."""
     out: list[str] = []
     for name in dict.fromkeys(d.cluster for d in plan.grant_diffs):
         here = [d for d in plan.grant_diffs if d.cluster == name]
+        own = [d for d in here if not d.affected]
+        unchanged = [d for d in own if not d.changed]
         for title, rows in (
-            (f"### What it grants on {_md(name)} (before → after)", [d for d in here if not d.affected]),
+            (f"### What it grants on {_md(name)} (before → after)", [d for d in own if d.changed]),
             (
                 f"### Affected on {_md(name)}: reach changes through the cohort",
                 [d for d in here if d.affected],
@@ -217,6 +240,18 @@ def _grant_markdown(plan: Plan) -> list[str]:
                         "",
                         f"… and {len(rows) - MAX_GRANT_ROWS} more rows: run `python pipeline.py plan`",
                     ]
+            if not title.startswith("### Affected") and unchanged:
+                out += [] if rows else ["", f"### What it grants on {_md(name)}: no grant changes"]
+                out += _unchanged_note(unchanged)
+    for name in dict.fromkeys(d.cluster for d in plan.pools):
+        tree = [line for d in plan.pools if d.cluster == name for line in budgetdiff.tree_lines(d)]
+        if tree:
+            out += [
+                "",
+                f"### Budget tree on {_md(name)} (before → after)",
+                "",
+                *(f"- {_md(x)}" for x in tree),
+            ]
     return out
 
 
@@ -224,6 +259,22 @@ _CUT = (
     "> **Note:** the details of {} of {} changed objects and files were cut to keep this comment under "
     "GitHub's 65,536-character limit; run `python pipeline.py plan --format text` for all of them.\n\n"
 )
+
+
+_ABSOLUTE = re.compile(r"(?<![\w.~/])/[^\s,;()'\"]+")
+
+
+def _unrooted(note: str) -> str:
+    """A note without the paths of the machine that ran the plan (a runner's workspace, /tmp): a
+    schemas directory's file as `<schemas>/kueue/<version>/...`, any other path by its last part."""
+
+    def short(m: re.Match[str]) -> str:
+        path = m.group()
+        if "/kueue/" in path:
+            return "<schemas>/kueue/" + path.rsplit("/kueue/", 1)[1]
+        return "…/" + path.rstrip("/").rsplit("/", 1)[-1]
+
+    return _ABSOLUTE.sub(short, note)
 
 
 def _destinations_md(plan: Plan) -> list[str]:
@@ -292,7 +343,7 @@ def format_markdown(plan: Plan, *, limit: int = MAX_COMMENT) -> str:
         listed = report.format_findings(list(plan.findings), "text").splitlines()
         head += ["", "### Findings", "", mdsafe.fence(listed)]
     if plan.notes:  # per cluster, whether the Kueue CRD schemas were checked; overcommit
-        head += ["", "### Validation", "", *(f"- {_md(n)}" for n in plan.notes)]
+        head += ["", "### Validation", "", mdsafe.fence(_unrooted(n) for n in plan.notes)]
     blocks = [_details(o) for c in plan.clusters for o in c.objects]
     blocks += [
         f"- **{_OPS[f[0]]}** <b>{_md(c.name)}</b> file {_code(f[2:])}\n"

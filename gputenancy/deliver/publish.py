@@ -9,7 +9,9 @@ Two targets:
   push race is retried (fetch, re-read, re-plan, re-write) with bounded jittered backoff; nothing is
   ever force-pushed.
 
-The deploy branch never goes backwards: the `Source-Commit` trailer of its newest commit is compared
+Only what is merged is published: HEAD must be on the source branch (`source_branch`), the branch
+Argo CD's deploy follows, unless `--force`, which the output then says. The deploy branch never goes
+backwards: the `Source-Commit` trailer of its newest commit is compared
 with the source commit being published; a newer source refuses the publish as stale.
 """
 
@@ -48,6 +50,7 @@ class Outcome:
     commit: str = ""
     plan: plan.Plan | None = None
     target: str = ""
+    note: str = ""  # what was let through: a publish from off the source branch (--force, --dry-run)
 
 
 def identity() -> git.Actor:
@@ -103,8 +106,10 @@ def publish(
     committer: git.Actor | None = None,
     tries: int = TRIES,
     backoff: float = BACKOFF,
+    force: bool = False,
 ) -> Outcome:
-    """Publish the render of `root` (its HEAD commit) to the Argo-synced directory."""
+    """Publish the render of `root` (its HEAD commit) to the Argo-synced directory; from off the source
+    branch only with `force` (or as a dry run), said in the outcome's note."""
     path = _check_path(path)
     with gitrepo.open_repo(root) as source:
         changed = [] if dry_run else gitrepo.dirty(source, [root / d for d in SOURCE_DIRS])
@@ -127,16 +132,63 @@ def publish(
         result = engine.run(root, cluster=cluster, schemas=schemas)
         if result.failed:
             raise PipelineError(result.findings)
+        if repo is None and branch is not None:
+            raise gitrepo.fail("--branch needs --repo (this repository commits on its current branch)")
+        note = _off_source_branch(source, result, same_repo=repo is None, force=force, dry_run=dry_run)
         first_line = message_title
         job = _Job(
             root, source, head, result, path, cluster, allow_delete, first_line, committer or identity()
         )
         if repo is None:
-            if branch is not None:
-                raise gitrepo.fail("--branch needs --repo (this repository commits on its current branch)")
-            return job.to_same_repo(dry_run=dry_run)
-        url = repo if "://" in repo or "@" in repo.split("/")[0] else str(Path(repo).resolve())
-        return job.to_deploy_repo(url, branch, dry_run=dry_run, tries=tries, backoff=backoff)
+            outcome = job.to_same_repo(dry_run=dry_run)
+        else:
+            url = repo if "://" in repo or "@" in repo.split("/")[0] else str(Path(repo).resolve())
+            outcome = job.to_deploy_repo(url, branch, dry_run=dry_run, tries=tries, backoff=backoff)
+        return dataclasses.replace(outcome, note=note)
+
+
+def source_branch(source: git.Repo, result: engine.Result, *, same_repo: bool) -> str:
+    """The branch publish deploys from. Into this repository: the branch Argo CD syncs
+    (`argocd.targetRevision` of base/platform.yaml) when this repository has it, since generated/ is
+    committed on the current branch; otherwise (and for a deploy repository) the repository's default
+    branch: `origin/HEAD`, else `main` (or `master` when only that exists)."""
+    settings = result.model.platform.argocd
+    if same_repo and settings is not None and settings.target_revision != "HEAD":
+        name = settings.target_revision
+        if any(gitrepo.resolve(source, f"{ref}/{name}") for ref in ("refs/heads", "refs/remotes/origin")):
+            return name
+    with gitrepo.errors("reading the default branch"):
+        ref = source.git.symbolic_ref("-q", "refs/remotes/origin/HEAD", with_exceptions=False)
+    if ref:
+        return str(ref).removeprefix("refs/remotes/origin/")
+    known = [b for b in ("main", "master") if gitrepo.resolve(source, f"refs/heads/{b}") is not None]
+    return known[0] if known else "main"
+
+
+def _off_source_branch(
+    source: git.Repo, result: engine.Result, *, same_repo: bool, force: bool, dry_run: bool
+) -> str:
+    """'' when HEAD is on the source branch (local or origin's); else a refusal, or with `force` or
+    `dry_run` the note that says what is let through."""
+    wanted = source_branch(source, result, same_repo=same_repo)
+    head = source.head.commit.hexsha
+    for ref in (f"refs/heads/{wanted}", f"refs/remotes/origin/{wanted}"):
+        if gitrepo.resolve(source, ref) is not None and gitrepo.descends(source, ref, head):
+            return ""
+    here = "HEAD" if source.head.is_detached else source.active_branch.name
+    if force:
+        return f"--force: published from {here}, not merged into {wanted}"
+    why = (
+        f"{here} ({head[:12]}) is not merged into {wanted}, the branch publish deploys from: Argo CD "
+        "would run what nobody merged"
+    )
+    if dry_run:
+        return f"{why}; without --dry-run this publish would be refused (--force publishes anyway)"
+    raise gitrepo.fail(
+        f"{why}. Merge it first and publish from {wanted}, or publish anyway with --force",
+        path=str(source.working_tree_dir),
+        rule="publish-branch",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,6 +371,7 @@ def command(
     message_title: str | None,
     emit: Callable[[str], Any],
     emit_notes: Callable[[str], Any] | None = None,
+    force: bool = False,
 ) -> int:
     """`pipeline.py publish`: 0 published or nothing to do, 1 errors or refused. Notes go to
     `emit_notes` (stderr), the rest to `emit` (stdout)."""
@@ -332,7 +385,10 @@ def command(
         dry_run=dry_run,
         allow_delete=allow_delete,
         message_title=message_title,
+        force=force,
     )
+    if outcome.note:
+        emit(f"note: {outcome.note}\n")
     if outcome.plan is not None:
         emit(report.format_findings(list(outcome.plan.findings), report.default_format()))
         (emit_notes or emit)("".join(f"note: {n}\n" for n in outcome.plan.notes))

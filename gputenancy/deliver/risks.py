@@ -14,6 +14,10 @@ workloads already on the cluster.
   `kueue.x-k8s.io/resource-in-use` finalizer, while its admitted workloads still use its quota, and the
   new one starts with none of its usage or fair-sharing history.
 
+- `immutable-field`: a change Kueue's CRDs refuse in place (a ResourceFlavor's topologyName, and once
+  it is set its nodeLabels and tolerations; a Topology's levels): Argo CD's sync fails until the object
+  is deleted and created again.
+
 `localqueue-renamed` and `namespace-removed` replace the generic `queue-deleted` risk of that LocalQueue. The functions take
 the plan's ObjectChange records and return (risk, subject, message) triples, so this module does not
 import the plan.
@@ -112,4 +116,44 @@ def more(
                     )
                 )
                 replaced.add(subject)
+    out += _immutable(cluster, objects, olds)
     return out, replaced
+
+
+_IMMUTABLE = (
+    "{what} is immutable{when} (Kueue's CRD: \"{rule}\"): Argo CD's apply of the change is refused and the "
+    "sync stays failed, retrying; the {kind} must be deleted and created again (the sync option "
+    "Replace=true on it, or by hand){held}"
+)
+_HELD = (
+    ", which its kueue.x-k8s.io/resource-in-use finalizer blocks while a ClusterQueue names the flavor: "
+    "take it out of the queues first; workloads admitted on it keep running, new ones wait"
+)
+
+
+def _immutable(cluster: str, objects: Sequence[Any], olds: Mapping[Any, Any]) -> list[tuple[str, str, str]]:
+    """`immutable-field`: a change Kueue's CRDs refuse in place: a ResourceFlavor's topologyName, and
+    once it has one its nodeLabels and tolerations; a Topology's levels."""
+    out: list[tuple[str, str, str]] = []
+    for o in objects:
+        if o.action != "changed" or o.key.kind not in ("ResourceFlavor", "Topology"):
+            continue
+        subject = o.title.removeprefix(f"{cluster} ")
+        fields = sorted({str(c.path[1]) for c in o.changes if len(c.path) > 1 and c.path[0] == "spec"})
+        if o.key.kind == "Topology" and "levels" in fields:
+            message = _IMMUTABLE.format(
+                what=f"{subject}: spec.levels", when="", rule="field is immutable", kind="Topology", held=""
+            )
+            out.append(("immutable-field", subject, message))
+        old = _spec(olds.get(o.key)).get("topologyName")
+        frozen = [f for f in fields if f in ("topologyName", "nodeLabels", "tolerations")]
+        if o.key.kind == "ResourceFlavor" and old and frozen:
+            message = _IMMUTABLE.format(
+                what=f"{subject}: spec.{', spec.'.join(frozen)}",
+                when=f" once topologyName is set (it is {old!r})",
+                rule=f"{frozen[0]} {'are' if frozen[0] != 'topologyName' else 'is'} immutable when topologyName is set",
+                kind="ResourceFlavor",
+                held=_HELD,
+            )
+            out.append(("immutable-field", subject, message))
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from decimal import Decimal
 
 from gputenancy.common.findings import Origin
 from gputenancy.inputs import quantity
@@ -20,3 +21,11 @@ class Amount:
 
     def origin_of(self, field: str) -> Origin:
         return self.field_origins.get(field, self.origin)
+
+    def values(self) -> tuple[Decimal, Decimal | None, Decimal | None]:
+        """(nominal, borrowingLimit, lendingLimit) as exact numbers (None: unset)."""
+        return (
+            self.nominal.value,
+            self.borrowing.value if self.borrowing is not None else None,
+            self.lending.value if self.lending is not None else None,
+        )

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from gputenancy.common.findings import Finding, Origin, PipelineError
-from gputenancy.inputs import amounts, frameworks, hami, kueueinstall, multikueue, quantity
+from gputenancy.inputs import amounts, frameworks, hami, kueueinstall, multikueue, quantity, queuepolicy
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.records import (
     DEFAULT_KUEUE_NAMESPACE,
@@ -26,6 +26,7 @@ from gputenancy.inputs.records import (
     InventoryDevice,
     Platform,
     Tenant,
+    Topology,
 )
 from gputenancy.inputs.schemacheck import dotted
 from gputenancy.versions import kueue as kueue_versions
@@ -167,7 +168,18 @@ def _budgets(
                 "budget-empty",
                 f"{dotted(p)}: a flavor budget needs devices, hami or resources",
             )
-        out.append(FlavorBudget(item["flavor"], devices, res, doc.origin(*p, "flavor"), vgpu))
+        group = item.get("resourceGroup")
+        out.append(
+            FlavorBudget(
+                item["flavor"],
+                devices,
+                res,
+                doc.origin(*p, "flavor"),
+                vgpu,
+                group,
+                doc.origin(*p, "resourceGroup") if group is not None else None,
+            )
+        )
     return tuple(out)
 
 
@@ -236,7 +248,7 @@ def build_tenant(doc: Document) -> Tenant:
         local_queue=d.get("localQueueName", d["name"]),
         cohort=d.get("cohort"),
         fair_sharing_weight=weight,
-        preemption=d.get("preemption", "none"),
+        preemption=d["preemption"] if isinstance(d.get("preemption"), str) else "none",
         queueing_strategy=d.get("queueingStrategy", "BestEffortFIFO"),
         default_budget=default,
         cluster_budgets=per_cluster,
@@ -246,6 +258,10 @@ def build_tenant(doc: Document) -> Tenant:
         cohort_origin=doc.origin("cohort"),
         cluster_origins=tuple(doc.origin("clusters", i) for i in range(len(d.get("clusters", ())))),
         vgpu_templates=hami.build_templates(c.add, doc, d.get("vgpuTemplates", [])),
+        policy=queuepolicy.build(doc, (), d, tenant=True),
+        namespace_selector=dict(d["namespaceSelector"]["matchLabels"]) if "namespaceSelector" in d else None,
+        namespace_labels=dict(d.get("namespaceLabels") or {}),
+        selector_origin=doc.key_origin("namespaceSelector") if "namespaceSelector" in d else None,
     )
     if c.findings:
         raise PipelineError(c.findings)
@@ -274,7 +290,18 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
         w = None
         if "fairSharingWeight" in raw:
             w = c.quantity(doc, ("cohorts", i, "fairSharingWeight"), raw["fairSharingWeight"], "quantity")
-        co = Cohort(raw["name"], raw.get("parent"), w, doc.origin("cohorts", i))
+        held = {
+            name: _budgets(c, doc, ("cohorts", i, "budgets", "clusters", name), budget)
+            for name, budget in (raw.get("budgets") or {}).get("clusters", {}).items()
+        }
+        co = Cohort(
+            raw["name"],
+            raw.get("parent"),
+            w,
+            doc.origin("cohorts", i),
+            held,
+            doc.origin("cohorts", i, "parent") if "parent" in raw else None,
+        )
         c.keep_first(cohorts, co, "cohort")
     for co in cohorts.values():
         if co.parent is not None and co.parent not in cohorts:
@@ -312,6 +339,17 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
     if c.findings:
         raise PipelineError(c.findings)
     namespaces = d.get("tenantNamespaces", {})
+    defaults = d.get("queueDefaults") or {}
+    weight = None
+    if "fairSharingWeight" in defaults:
+        weight = c.quantity(
+            doc, ("queueDefaults", "fairSharingWeight"), defaults["fairSharingWeight"], "quantity"
+        )
+    checks: dict[str, queuepolicy.AdmissionCheckDef] = {}
+    for check in queuepolicy.build_checks(doc, d.get("admissionChecks", [])):
+        c.keep_first(checks, check, "admission check")
+    if c.findings:
+        raise PipelineError(c.findings)
     return Platform(
         doc.path,
         classes,
@@ -326,6 +364,9 @@ def build_platform(doc: Document, kueue_config: Document) -> Platform:
         hami=devices,
         kueue_manifests_url=d.get("kueueManifestsURL"),
         frameworks=frameworks.build(doc, d.get("frameworks")),
+        queue_defaults=queuepolicy.build(doc, ("queueDefaults",), d.get("queueDefaults") or {}, tenant=False),
+        admission_checks=checks,
+        default_weight=weight,
     )
 
 
@@ -346,7 +387,7 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
             repo_url=h.get("repoURL", "registry.k8s.io/kueue/charts"),
             chart=h.get("chart", "kueue"),
             release_name=h.get("releaseName", "kueue"),
-            project=h.get("project", "default"),
+            project=h.get("project"),
             argocd_namespace=h.get("argocdNamespace"),
             destination_server=h.get("destinationServer"),
             values=h.get("values", {}),
@@ -379,7 +420,16 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         )
         inventory = _inventory(c, doc, i, raw["inventory"]) if "inventory" in raw else None
         capacity.append(
-            Capacity(raw["flavor"], tuple(devs), tuple(res), doc.origin("capacity", i), vgpu, inventory)
+            Capacity(
+                raw["flavor"],
+                tuple(devs),
+                tuple(res),
+                doc.origin("capacity", i),
+                vgpu,
+                inventory,
+                raw.get("topologyName"),
+                doc.origin("capacity", i, "topologyName") if "topologyName" in raw else None,
+            )
         )
     k8s = d["kubernetesVersion"].lstrip("v")
     minor = int(k8s.split(".")[1])
@@ -413,6 +463,12 @@ def build_cluster(doc: Document, directory: str) -> Cluster:
         else None,
         multikueue=multikueue.build(doc, d.get("multiKueue")),
         frameworks=frameworks.build(doc, d.get("frameworks")),
+        topologies=tuple(
+            Topology(
+                t["name"], tuple(level["nodeLabel"] for level in t["levels"]), doc.origin("topologies", i)
+            )
+            for i, t in enumerate(d.get("topologies", ()))
+        ),
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from gputenancy.common.findings import Origin
 from gputenancy.inputs.quantity import Quantity
-from gputenancy.inputs.records import Amount, Capacity, Cluster, FlavorBudget, Model, Tenant
+from gputenancy.inputs.records import Amount, Capacity, Cluster, Cohort, FlavorBudget, Model, Tenant
 
 
 def managers(model: Model) -> list[Cluster]:
@@ -48,13 +48,29 @@ def derive(model: Model) -> Model:
             clusters[name], capacity=summed_capacity(clusters[name], [model.clusters[w] for w in workers])
         )
     tenants = tuple(_tenant(t, fleets, model) for t in model.tenants)
+    platform = dataclasses.replace(
+        model.platform, cohorts={name: _cohort(co, fleets) for name, co in model.platform.cohorts.items()}
+    )
     summed = frozenset(
         (t.name, m)
         for t in model.tenants
         for m in fleets
         if m not in t.cluster_budgets and m in _placed(t, model)
     )
-    return dataclasses.replace(model, clusters=clusters, tenants=tenants, summed_budgets=summed)
+    return dataclasses.replace(
+        model, platform=platform, clusters=clusters, tenants=tenants, summed_budgets=summed
+    )
+
+
+def _cohort(co: Cohort, fleets: Mapping[str, list[str]]) -> Cohort:
+    """A cohort holding quota on workers holds their sum on the manager too (unless it states its own
+    there): the manager admits against its own Cohort, as it does against each tenant's summed queue."""
+    budgets = dict(co.cluster_budgets)
+    for m, workers in fleets.items():
+        held = [co.budget_for(w) for w in workers if co.budget_for(w)]
+        if m not in budgets and held:
+            budgets[m] = summed_budget(held)
+    return co if budgets == co.cluster_budgets else dataclasses.replace(co, cluster_budgets=budgets)
 
 
 def _placed(t: Tenant, model: Model) -> list[str]:
@@ -94,6 +110,8 @@ def summed_budget(budgets: Iterable[Iterable[FlavorBudget]]) -> tuple[FlavorBudg
             _sum_amounts([fb.devices for fb in fbs]),
             _sum_amounts([fb.resources for fb in fbs]),
             fbs[0].origin,
+            group=fbs[0].group,
+            group_origin=fbs[0].group_origin,
         )
         for flavor, fbs in flavors.items()
     )

@@ -41,7 +41,7 @@ def manifests_install(
     return ManifestsInstall(
         repo_url=block.get("repoURL", release.repository),
         image=block.get("image", release.image_new_name),
-        project=block.get("project", "default"),
+        project=block.get("project"),
         argocd_namespace=block.get("argocdNamespace"),
         destination_server=block.get("destinationServer"),
     )

@@ -15,6 +15,7 @@ from gputenancy.inputs.document import Document
 from gputenancy.inputs.frameworks import Frameworks
 from gputenancy.inputs.hami import HamiBudget, HamiCapacity, HamiDevice, VgpuTemplate
 from gputenancy.inputs.multikueue import MultiKueue
+from gputenancy.inputs.queuepolicy import AdmissionCheckDef, QueuePolicy
 
 API_VERSION = "gputenancy.io/v1"
 DEFAULT_KUEUE_NAMESPACE = "kueue-system"
@@ -30,6 +31,8 @@ class FlavorBudget:
     resources: tuple[tuple[str, Amount], ...]
     origin: Origin
     hami: HamiBudget | None = None  # classic HAMi vGPUs (gputenancy.inputs.hami)
+    group: str | None = None  # `resourceGroup`: the Kueue resource group it belongs to (None: the one group)
+    group_origin: Origin | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +72,12 @@ class Tenant:
     cohort_origin: Origin
     cluster_origins: tuple[Origin, ...] = ()  # of each entry of `clusters`
     vgpu_templates: tuple[VgpuTemplate, ...] = ()
+    # what the file states of its queues' policy (inputs.queuepolicy)
+    policy: QueuePolicy = dataclasses.field(default_factory=QueuePolicy)
+    # namespaceSelector.matchLabels (None: the namespaces by name) and the labels its namespaces carry
+    namespace_selector: Mapping[str, str] | None = None
+    namespace_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    selector_origin: Origin | None = None
 
     def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...] | None:
         return self.cluster_budgets.get(cluster, self.default_budget)
@@ -114,6 +123,13 @@ class Cohort:
     parent: str | None
     weight: quantity.Quantity | None
     origin: Origin
+    # the quota the cohort itself holds (Kueue Cohort spec.resourceGroups), per cluster (`budgets.clusters`)
+    cluster_budgets: Mapping[str, tuple[FlavorBudget, ...]] = dataclasses.field(default_factory=dict)
+    parent_origin: Origin | None = None  # of `parent`, when set
+
+    def budget_for(self, cluster: str) -> tuple[FlavorBudget, ...]:
+        """The quota the cohort holds on `cluster` (none: an empty tuple)."""
+        return self.cluster_budgets.get(cluster, ())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +169,10 @@ class Platform:
     hami: Mapping[str, HamiDevice] = dataclasses.field(default_factory=dict)
     kueue_manifests_url: str | None = None  # `schemas fetch` URL template ({version})
     frameworks: Frameworks | None = None  # job frameworks installed on every cluster, unless it says
+    # `queueDefaults`: every tenant's unless it states its own
+    queue_defaults: QueuePolicy = dataclasses.field(default_factory=QueuePolicy)
+    default_weight: quantity.Quantity | None = None  # queueDefaults.fairSharingWeight
+    admission_checks: Mapping[str, AdmissionCheckDef] = dataclasses.field(default_factory=dict)
 
 
 DEFAULT_POD_REQUESTS = (("cpu", "100m"), ("memory", "128Mi"))
@@ -179,6 +199,17 @@ class Capacity:
     origin: Origin
     hami: HamiCapacity | None = None
     inventory: tuple[InventoryDevice, ...] | None = None  # None: not declared
+    topology: str | None = None  # `topologyName`: the flavor's ResourceFlavor is bound to that Topology here
+    topology_origin: Origin | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Topology:
+    """A Kueue Topology of one cluster (`topologies[]` in cluster.yaml): node labels, widest level first."""
+
+    name: str
+    levels: tuple[str, ...]
+    origin: Origin
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +218,7 @@ class ManifestsInstall:
 
     repo_url: str  # Kueue's repository (or a mirror of it)
     image: str  # the manager image repository; tagged with the Kueue version
-    project: str
+    project: str | None  # explicit project; None: the platform's argocd.project (render/hub.py)
     argocd_namespace: str | None  # explicit argocdNamespace; None: the hub's (render/hub.py)
     destination_server: str | None  # explicit destinationServer; None: the cluster's destination
 
@@ -197,7 +228,7 @@ class HelmInstall:
     repo_url: str
     chart: str
     release_name: str
-    project: str
+    project: str | None  # explicit project; None: the platform's argocd.project (render/hub.py)
     argocd_namespace: str | None  # explicit argocdNamespace; None: the hub's (render/hub.py)
     destination_server: str | None  # explicit destinationServer; None: the cluster's destination
     values: Mapping[str, Any]
@@ -223,6 +254,7 @@ class Cluster:
     manifests: ManifestsInstall | None = None  # with install: manifests
     multikueue: MultiKueue | None = None  # a MultiKueue manager (gputenancy.inputs.fleet)
     frameworks: Frameworks | None = None  # job frameworks installed here (else the platform's)
+    topologies: tuple[Topology, ...] = ()  # Topology Aware Scheduling: the cluster's Topology objects
 
 
 @dataclasses.dataclass(frozen=True)

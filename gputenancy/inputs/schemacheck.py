@@ -91,7 +91,9 @@ def check_schema(doc: Document, name: str, rule: str) -> list[Finding]:
     findings: list[Finding] = []
     for error in _validator(name).iter_errors(doc.data):
         path = tuple(error.absolute_path)
-        explained = schemahints.explain(error, doc, rule, dotted)
+        explained = schemahints.explain(error, doc, rule, dotted) or schemahints.misplaced(
+            error, doc, rule, dotted(path), schema(name)
+        )
         if explained is not None:
             findings.extend(explained)
             continue

@@ -35,6 +35,64 @@ def _unknown_keys(
         )
 
 
+def _ref(node: Any, root: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(node, dict) or not str(node.get("$ref", "")).startswith("#/"):
+        return node if isinstance(node, dict) else {}
+    found: Any = root
+    for part in str(node["$ref"])[2:].split("/"):
+        found = found.get(part, {}) if isinstance(found, dict) else {}
+    return _ref(found, root)
+
+
+def misplaced(
+    error: jsonschema.ValidationError, doc: Document, rule: str, where: str, root: dict[str, Any]
+) -> list[Finding] | None:
+    """A key indented one level too shallow, still valid YAML: under a mapping of names (cluster
+    names: `budgets.clusters`) a key of the entries listed there (`resources:` of a budget entry)
+    is read as one more name, whose value is then not a list. Said as such, with where it belongs:
+    the last entry of the list above it."""
+    path = tuple(error.absolute_path)
+    if error.validator != "type" or len(path) < 2 or not isinstance(path[-1], str):
+        return None
+    parent_path, key = path[:-1], path[-1]
+    items = _ref(_ref(error.schema, root).get("items"), root)
+    fields = [str(k) for k in items.get("properties", {})]
+    if key not in fields:
+        return None
+    parent: Any = doc.data
+    for p in parent_path:
+        parent = parent[p]
+    here = doc.key_marks.get(path, (0, 0))
+    above = [
+        (doc.key_marks.get((*parent_path, k), (0, 0)), k)
+        for k, v in parent.items()
+        if k != key and isinstance(v, list) and v and isinstance(v[-1], dict)
+    ]
+    above = [a for a in above if a[0] < here]
+    named = str(parent_path[-1])
+    kind = named[:-1] if named.endswith("s") else named
+    place = dotted_path(parent_path)
+    message = (
+        f"{where}: {key!r} is read as a {kind} name in {place} (it is indented like one), but it is "
+        f"a key of the entries listed there ({', '.join(fields)})"
+    )
+    if above:
+        sibling = max(above)[1]
+        entry = parent[sibling][-1]
+        first = next(iter(entry))
+        line = doc.key_marks.get((*parent_path, sibling, len(parent[sibling]) - 1, first), (0, 0))[0]
+        message += (
+            f": indent it to the column of {first!r} of the entry at line {line}, as that entry's {key!r}"
+        )
+    else:
+        message += f": indent it into the entry it belongs to (one of {', '.join(fields)})"
+    return [doc.key_origin(*path).finding(rule, message)]
+
+
+def dotted_path(path: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in path)
+
+
 def explain(
     error: jsonschema.ValidationError, doc: Document, rule: str, dotted: Callable[[Any], str]
 ) -> list[Finding] | None:

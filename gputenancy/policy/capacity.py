@@ -11,7 +11,8 @@ from gputenancy.common.hints import did_you_mean
 from gputenancy.inputs import fleet
 from gputenancy.inputs.hami import human
 from gputenancy.inputs.quantity import ZERO, Quantity
-from gputenancy.inputs.spec import Cluster, Model, Tenant
+from gputenancy.inputs.spec import Cluster, Cohort, Model, Tenant
+from gputenancy.policy import cohorts
 from gputenancy.policy.catalog import Catalog
 
 
@@ -70,13 +71,18 @@ def _manager_capacity(model: Model, manager: Cluster, catalog: Catalog) -> Itera
 
 
 def usage_by_flavor(model: Model, cluster: Cluster, catalog: Catalog) -> dict[tuple[str, str], Quantity]:
-    """Sum of nominal budgets per (flavor, quota resource) on a cluster."""
+    """Sum of nominal budgets per (flavor, quota resource) on a cluster: the tenants' and the quota
+    cohorts hold there themselves (Kueue adds a cohort's nominal quota to its members')."""
     total: dict[tuple[str, str], Quantity] = {}
     for t in model.tenants_on(cluster.name):
         for fb in t.budget_for(cluster.name) or ():
             for resource, amount in catalog.amounts(fb, cluster.name):
                 key = (fb.flavor, resource)
                 total[key] = total.get(key, ZERO) + amount.nominal
+    for _, fb in cohorts.held(model, cluster.name):
+        for resource, amount in catalog.amounts(fb, cluster.name):
+            key = (fb.flavor, resource)
+            total[key] = total.get(key, ZERO) + amount.nominal
     return total
 
 
@@ -98,15 +104,26 @@ def capacity_by_flavor(cluster: Cluster, catalog: Catalog) -> dict[tuple[str, st
     return out
 
 
+Holder = Tenant | Cohort  # who holds a nominal quota: a tenant's ClusterQueue or a cohort itself
+
+
+def label(holder: Holder) -> str:
+    """A holder's name as findings and views show it: a tenant by name, a cohort as `cohort <name>`."""
+    return f"cohort {holder.name}" if isinstance(holder, Cohort) else holder.name
+
+
 def contributions(
     model: Model, cluster: Cluster, catalog: Catalog
-) -> dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]]:
-    """Who budgets what, per (flavor, quota resource) on a cluster."""
-    out: dict[tuple[str, str], list[tuple[Tenant, Quantity, Origin]]] = defaultdict(list)
+) -> dict[tuple[str, str], list[tuple[Holder, Quantity, Origin]]]:
+    """Who budgets what, per (flavor, quota resource) on a cluster: tenants, then cohorts holding quota."""
+    out: dict[tuple[str, str], list[tuple[Holder, Quantity, Origin]]] = defaultdict(list)
     for t in model.tenants_on(cluster.name):
         for fb in t.budget_for(cluster.name) or ():
             for resource, amount in catalog.amounts(fb, cluster.name):
                 out[(fb.flavor, resource)].append((t, amount.nominal, amount.origin))
+    for co, fb in cohorts.held(model, cluster.name):
+        for resource, amount in catalog.amounts(fb, cluster.name):
+            out[(fb.flavor, resource)].append((co, amount.nominal, amount.origin))
     return out
 
 
@@ -124,11 +141,11 @@ def _shown(q: Quantity, unit: str) -> str:
 
 
 def _who(
-    parts: list[tuple[Tenant, Quantity, Origin]], most: int = 5, unit: str = "", *, with_place: bool = True
+    parts: list[tuple[Holder, Quantity, Origin]], most: int = 5, unit: str = "", *, with_place: bool = True
 ) -> str:
     ranked = sorted(parts, key=lambda p: p[1], reverse=True)
     shown = ", ".join(
-        f"{t.name} {_shown(q, unit)}" + (f" at {o.path}:{o.line}" if with_place else "")
+        f"{label(t)} {_shown(q, unit)}" + (f" at {o.path}:{o.line}" if with_place else "")
         for t, q, o in ranked[:most]
     )
     return shown + (f" and {len(ranked) - most} more" if len(ranked) > most else "")
@@ -155,7 +172,7 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
             for t, q, o in parts if not cluster.overcommit else ():
                 yield o.finding(
                     "capacity",
-                    f"tenant {t.name!r} budgets {q.canonical()} {resource} on flavor {flavor!r}, but cluster "
+                    f"{'tenant ' + repr(t.name) if isinstance(t, Tenant) else label(t)} budgets {q.canonical()} {resource} on flavor {flavor!r}, but cluster "
                     f"{cluster.name!r} declares no capacity for {resource} there ({where}){hint}; add it to "
                     "the capacity or drop it from the budget",
                     sev,
@@ -176,10 +193,10 @@ def _capacity(model: Model, cluster: Cluster, catalog: Catalog) -> Iterator[Find
                 for t, q, o in parts:
                     yield o.finding(
                         "capacity",
-                        f"{t.name}'s nominal {_shown(q, unit)} {resource} on flavor {flavor!r} counts toward "
+                        f"{label(t)}'s nominal {_shown(q, unit)} {resource} on flavor {flavor!r} counts toward "
                         f"cluster {cluster.name!r}, where the tenants' total {total} "
                         f"({cap[1].path}:{cap[1].line}; {_who(parts, unit=unit, with_place=False)}){note}"
-                        + _fleet_default(model, t, cluster),
+                        + (_fleet_default(model, t, cluster) if isinstance(t, Tenant) else ""),
                     )
             yield cap[1].finding(
                 "capacity",

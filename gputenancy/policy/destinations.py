@@ -10,10 +10,10 @@ Listed in gputenancy.policy.rules with the other model rules (`python pipeline.p
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from gputenancy.common.findings import Finding, Origin
+from gputenancy.common.hints import closest
 from gputenancy.inputs.spec import Cluster, Model
 from gputenancy.policy.catalog import Catalog
 
@@ -106,16 +106,24 @@ def argocd_destination_unknown(model: Model, catalog: Catalog) -> Iterator[Findi
                 f"write `argocd: {{server: {value}}}`",
             )
         elif registered is not None and value != IN_CLUSTER_NAME and value not in registered:
-            close = difflib.get_close_matches(value, registered, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            # a typo of a registered name no other cluster is delivered to; a new cluster's own name
+            # (the default) is no typo, nor one that only resembles a registered name
+            taken = {destination(c).get("name") for n, c in model.clusters.items() if n != name}
+            close = closest(value, [r for r in registered if r not in taken]) if cluster.destination else None
             default = (
                 "" if cluster.destination is not None else " (the default: no `argocd:` in its cluster.yaml)"
+            )
+            fix = (
+                f"; did you mean {close!r}?"
+                if close
+                else f"; a new cluster: register it in the hub (`argocd cluster add <context> --name {value}`) "
+                f"and add {value!r} to argocd.clusters"
             )
             yield _where(cluster).finding(
                 "argocd-destination-unknown",
                 f"cluster {name!r}: Argo CD destination name {value!r}{default} is not among the clusters "
                 f"registered in the hub (`argocd.clusters` in base/platform.yaml: "
-                f"{', '.join(registered) or 'none'}){hint}",
+                f"{', '.join(registered) or 'none'}){fix}",
             )
 
 

@@ -16,13 +16,18 @@ from gputenancy.policy import (
     boundary,
     budgets,
     capacity,
+    cohorts,
     destinations,
     devices,
     draquota,
     fleet,
     frameworks,
     hami,
+    namespacelabels,
     placement,
+    queuepolicy,
+    resourcegroups,
+    topology,
     versionrules,
 )
 from gputenancy.policy.catalog import Catalog as Catalog
@@ -73,6 +78,13 @@ RULES: dict[str, Rule] = {
     "fleet-budget": fleet.fleet_budget,
     "framework-unknown": frameworks.framework_unknown,
     "fleet-quota-unclaimed": fleet.fleet_quota_unclaimed,
+    "cohort-budget": cohorts.cohort_budget,
+    "cohort-limits": cohorts.cohort_limits,
+    "budget-resource-groups": resourcegroups.budget_resource_groups,
+    "queue-policy": queuepolicy.queue_policy,
+    "admission-check": queuepolicy.admission_check,
+    "namespace-selector": namespacelabels.namespace_selector,
+    "topology": topology.topology,
 }
 """Every rule by id, in the order `python pipeline.py rules` documents them."""
 

@@ -105,6 +105,15 @@ def namespace(platform: Platform, cluster: Cluster | None = None) -> str:
     return platform.argocd.namespace if platform.argocd is not None else DEFAULT_NAMESPACE
 
 
+def project(platform: Platform, cluster: Cluster) -> str:
+    """The Argo CD project of `cluster`'s install Application: its explicit `kueue.<install>.project`,
+    else the platform's `argocd.project` (the project of every other Application), else `default`."""
+    install = cluster.helm or cluster.manifests
+    if install is not None and install.project:
+        return install.project
+    return platform.argocd.project if platform.argocd is not None else "default"
+
+
 def spoke_application(
     settings: ArgoCD, cluster: Cluster, meta: dict[str, Any], namespace: str
 ) -> dict[str, Any]:

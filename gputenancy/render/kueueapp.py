@@ -79,7 +79,7 @@ def patches(cluster: Cluster, config: kueueconfig.KueueConfig) -> list[dict[str,
 
 
 def application(
-    cluster: Cluster, config: kueueconfig.KueueConfig, meta: dict[str, Any], namespace: str
+    cluster: Cluster, config: kueueconfig.KueueConfig, meta: dict[str, Any], namespace: str, project: str
 ) -> dict[str, Any]:
     """The Application object (`meta`: labels and annotations), in the hub's Argo CD `namespace` and
     destined for the cluster (render/hub.py)."""
@@ -90,7 +90,7 @@ def application(
         f"kueue-{cluster.name}",
         namespace,
         meta,
-        project=install.project,
+        project=project,
         source={
             "repoURL": install.repo_url,
             "targetRevision": cluster.kueue_version,

@@ -20,11 +20,13 @@ import yaml
 from gputenancy.common import fastyaml
 from gputenancy.common.findings import Finding, Origin, PipelineError
 from gputenancy.common.objects import FieldPath, RenderedObject
-from gputenancy.inputs import fleet
+from gputenancy.inputs import fleet, queuepolicy
+from gputenancy.inputs.quantity import Quantity
 from gputenancy.inputs.spec import Cluster, Model, Tenant
 from gputenancy.policy import destinations
-from gputenancy.policy.catalog import Catalog, claims_on, classes_used, covered_resources
-from gputenancy.render import hub, kueueapp, kueueconfig, multikueue
+from gputenancy.policy.catalog import Catalog, claims_on, classes_used
+from gputenancy.policy.cohorts import cohorts_on
+from gputenancy.render import groups, hub, kueueapp, kueueconfig, multikueue
 from gputenancy.versions import kueue as kueue_versions
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gputenancy"}
@@ -44,25 +46,8 @@ WAVE_CLUSTER_QUEUES = "-1"
 WAVE_NAMESPACED = "0"
 WAVE_HELD = "1"
 
-PREEMPTION = {
-    "none": {"reclaimWithinCohort": "Never", "withinClusterQueue": "Never", "borrowWithinCohort": "Never"},
-    "within-queue": {
-        "reclaimWithinCohort": "Never",
-        "withinClusterQueue": "LowerPriority",
-        "borrowWithinCohort": "Never",
-    },
-    "reclaim": {
-        "reclaimWithinCohort": "Any",
-        "withinClusterQueue": "LowerPriority",
-        "borrowWithinCohort": "Never",
-    },
-    "borrow": {
-        "reclaimWithinCohort": "Any",
-        "withinClusterQueue": "LowerPriority",
-        "borrowWithinCohort": "LowerPriority",
-    },
-}
-CORE_ORDER = ("cpu", "memory", "ephemeral-storage", "pods")
+PREEMPTION = queuepolicy.PRESETS
+CORE_ORDER = groups.CORE_ORDER
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -107,33 +92,25 @@ def _meta(source: Origin, wave: str, tenant: str | None = None, **extra: str) ->
     return {"labels": labels, "annotations": annotations}
 
 
-def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[RenderedObject]:
-    """ClusterQueue, LocalQueues and ResourceClaimTemplates of one tenant on one cluster."""
+def render_tenant(
+    tenant: Tenant,
+    cluster: Cluster,
+    catalog: Catalog,
+    defaults: queuepolicy.QueuePolicy | None = None,
+    default_weight: Quantity | None = None,
+) -> list[RenderedObject]:
+    """ClusterQueue, LocalQueues and ResourceClaimTemplates of one tenant on one cluster; `defaults` and
+    `default_weight`: the platform's queueDefaults."""
     budget = tenant.budget_for(cluster.name) or ()
-    covered = list(covered_resources(tenant, cluster.name, catalog))
-    covered.sort(key=lambda r: (CORE_ORDER.index(r) if r in CORE_ORDER else len(CORE_ORDER), r))
-    flavors = []
-    field_origins: dict[FieldPath, Origin] = {}
-    for fi, fb in enumerate(budget):
-        amounts: dict[str, Any] = dict(catalog.amounts(fb, cluster.name))
-        resources = []
-        for ri, res in enumerate(covered):
-            a = amounts.get(res)
-            base: FieldPath = ("spec", "resourceGroups", 0, "flavors", fi, "resources", ri)
-            field_origins[base] = a.origin if a is not None else fb.origin
-            resources.append(
-                {
-                    "name": res,
-                    "nominal": a.nominal.canonical() if a is not None else "0",
-                    "borrowing": a.borrowing.canonical()
-                    if a is not None and a.borrowing is not None
-                    else None,
-                    "lending": a.lending.canonical() if a is not None and a.lending is not None else None,
-                }
-            )
-        field_origins[("spec", "resourceGroups", 0, "flavors", fi)] = fb.origin
-        flavors.append({"name": fb.flavor, "resources": resources})
-    stop = "HoldAndDrain" if tenant.state == "draining" else "None"
+    rgroups, field_origins = groups.resource_groups(budget, cluster.name, catalog)
+    policy = queuepolicy.effective(tenant.policy, defaults or queuepolicy.QueuePolicy())
+    stop = "HoldAndDrain" if tenant.state == "draining" else (policy.stop_policy or "None")
+    version_defaults = kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"]
+    preemption = policy.preemption.body() if policy.preemption is not None else _preset(tenant.preemption)
+    checks = multikueue.admission_checks(cluster) + [
+        {"name": c.name, **({"onFlavors": list(c.on_flavors)} if c.on_flavors is not None else {})}
+        for c in policy.admission_checks or ()
+    ]
     held = stop != "None"
     namespaces = [ns for ns, _ in tenant.namespaces]
     cq = _render(
@@ -141,18 +118,31 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
         name=tenant.name,
         cohort=tenant.cohort,
         namespaces=sorted(namespaces),
-        queueing_strategy=tenant.queueing_strategy,
+        selector=dict(sorted(tenant.namespace_selector.items())) if tenant.namespace_selector else None,
+        queueing_strategy=policy.queueing_strategy or tenant.queueing_strategy,
         stop_policy=stop,
-        preemption=PREEMPTION[tenant.preemption],
-        weight=tenant.fair_sharing_weight.canonical() if tenant.fair_sharing_weight is not None else None,
-        covered=covered,
-        flavors=flavors,
-        admission_checks=multikueue.admission_checks(cluster),
-        defaults=kueue_versions.for_version(cluster.kueue_version).object_defaults["ClusterQueue"],
+        preemption=preemption,
+        fungibility={**version_defaults["flavorFungibility"], **(policy.flavor_fungibility or {})},
+        weight=weight.canonical()
+        if (weight := tenant.fair_sharing_weight or default_weight) is not None
+        else None,
+        groups=rgroups,
+        admission_checks=checks,
         **_meta(tenant.origin, WAVE_HELD if held else WAVE_CLUSTER_QUEUES, tenant.name),
     )
     cq["metadata"]["labels"].update(multikueue.quota_labels(cluster))
     field_origins[("spec", "cohortName")] = tenant.cohort_origin
+    if tenant.selector_origin is not None:
+        field_origins[("spec", "namespaceSelector")] = tenant.selector_origin
+    if policy.preemption is not None:
+        field_origins[("spec", "preemption")] = policy.preemption.origin
+    if policy.fungibility_origin is not None:
+        field_origins[("spec", "flavorFungibility")] = policy.fungibility_origin
+    if policy.stop_origin is not None:
+        field_origins[("spec", "stopPolicy")] = policy.stop_origin
+    first = len(checks) - len(policy.admission_checks or ())
+    for i, use in enumerate(policy.admission_checks or ()):
+        field_origins[("spec", "admissionChecksStrategy", "admissionChecks", first + i)] = use.origin
     out = [RenderedObject(cluster.name, cq, tenant.origin, field_origins)]
     for ns, origin in tenant.namespaces:
         lq = _render(
@@ -199,6 +189,15 @@ def render_tenant(tenant: Tenant, cluster: Cluster, catalog: Catalog) -> list[Re
     return out
 
 
+def _preset(name: str) -> dict[str, Any]:
+    preset = PREEMPTION[name]
+    return {
+        "reclaimWithinCohort": preset["reclaimWithinCohort"],
+        "withinClusterQueue": preset["withinClusterQueue"],
+        "borrowWithinCohort": {"policy": preset["borrowWithinCohort"]},
+    }
+
+
 def render_platform(
     model: Model, cluster: Cluster, catalog: Catalog
 ) -> tuple[list[RenderedObject], kueueconfig.KueueConfig, list[Finding]]:
@@ -229,25 +228,37 @@ def render_platform(
             node_labels=dict(flavor.node_labels),
             node_taints=[dict(t) for t in flavor.node_taints],
             tolerations=[dict(t) for t in flavor.tolerations],
+            topology=cap.topology,
             **_meta(flavor.origin, WAVE_FLAVORS),
         )
-        out.append(RenderedObject(cluster.name, body, flavor.origin))
-    cohorts: set[str] = set()
-    for tenant in model.tenants_on(cluster.name):
-        cohort = tenant.cohort
-        while cohort is not None and cohort not in cohorts and cohort in model.platform.cohorts:
-            cohorts.add(cohort)
-            cohort = model.platform.cohorts[cohort].parent
-    for name in sorted(cohorts):
+        where: dict[FieldPath, Origin] = {}
+        if cap.topology_origin is not None:
+            where[("spec", "topologyName")] = cap.topology_origin
+        out.append(RenderedObject(cluster.name, body, flavor.origin, where))
+    for topology in cluster.topologies:
+        body = _render(
+            "topology.yaml.j2",
+            name=topology.name,
+            levels=list(topology.levels),
+            **_meta(topology.origin, WAVE_CONFIG),
+        )
+        out.append(RenderedObject(cluster.name, body, topology.origin))
+    for name in cohorts_on(model, cluster.name):
         co = model.platform.cohorts[name]
+        held = co.budget_for(cluster.name)
+        rgroups, field_origins = groups.resource_groups(held, cluster.name, catalog) if held else ([], {})
         body = _render(
             "cohort.yaml.j2",
             name=name,
             parent=co.parent,
             weight=co.weight.canonical() if co.weight is not None else None,
+            groups=rgroups,
             **_meta(co.origin, WAVE_FLAVORS),
         )
-        out.append(RenderedObject(cluster.name, body, co.origin))
+        if co.parent_origin is not None:
+            field_origins[("spec", "parentName")] = co.parent_origin
+        out.append(RenderedObject(cluster.name, body, co.origin, field_origins))
+    out.extend(_admission_checks(model, cluster))
     if cluster.multikueue is not None:
         meta = _meta(cluster.multikueue.origin, WAVE_FLAVORS)
         out.extend(multikueue.manager_objects(cluster, meta, environment()))
@@ -260,7 +271,7 @@ def render_platform(
         out.extend(multikueue.worker_objects(cluster, manager, list(frameworks or ()), meta, environment()))
     config, findings = kueueconfig.build(model, cluster, catalog)
     argocd_namespace = hub.namespace(model.platform, cluster)
-    out.extend(_deliver_config(cluster, config, argocd_namespace))
+    out.extend(_deliver_config(cluster, config, argocd_namespace, hub.project(model.platform, cluster)))
     if model.platform.argocd is not None:
         settings = model.platform.argocd
         meta = _hub_meta(cluster, settings.origin, WAVE_NAMESPACED)  # after kueue-<cluster>
@@ -273,6 +284,36 @@ def render_platform(
     return out, config, findings
 
 
+def _admission_checks(model: Model, cluster: Cluster) -> list[RenderedObject]:
+    """The AdmissionChecks (and ProvisioningRequestConfigs) the queues of `cluster` use."""
+    used = sorted(
+        {
+            use.name
+            for t in model.tenants_on(cluster.name)
+            for use in queuepolicy.effective(t.policy, model.platform.queue_defaults).admission_checks or ()
+        }
+    )
+    out = []
+    for name in used:
+        check = model.platform.admission_checks.get(name)
+        if check is None:
+            continue  # admission-check-unknown
+        text = (
+            environment()
+            .get_template("admissioncheck.yaml.j2")
+            .render(
+                name=name,
+                controller=check.controller,
+                parameters=dict(check.parameters) if check.parameters else None,
+                provisioning=dict(check.provisioning) if check.provisioning else None,
+                config=check.parameters["name"] if check.parameters else name,
+                **_meta(check.origin, WAVE_FLAVORS),
+            )
+        )
+        out += [RenderedObject(cluster.name, body, check.origin) for body in fastyaml.load_all(text) if body]
+    return out
+
+
 def _hub_meta(cluster: Cluster, source: Origin | None = None, wave: str = WAVE_CONFIG) -> dict[str, Any]:
     """Labels and annotations of an Application in the hub: `gputenancy.io/cluster` says which
     cluster it delivers to (`argocd app list -l gputenancy.io/cluster=prod`)."""
@@ -282,7 +323,7 @@ def _hub_meta(cluster: Cluster, source: Origin | None = None, wave: str = WAVE_C
 
 
 def _deliver_config(
-    cluster: Cluster, config: kueueconfig.KueueConfig, argocd_namespace: str
+    cluster: Cluster, config: kueueconfig.KueueConfig, argocd_namespace: str, project: str
 ) -> list[RenderedObject]:
     if cluster.install == "helm" and cluster.helm is not None:
         helm = cluster.helm
@@ -292,7 +333,7 @@ def _deliver_config(
             "kueue-helm-application.yaml.j2",
             name=f"kueue-{cluster.name}",
             argocd_namespace=argocd_namespace,
-            project=helm.project,
+            project=project,
             repo_url=helm.repo_url,
             chart=helm.chart,
             version=cluster.kueue_version.lstrip("v"),
@@ -310,6 +351,6 @@ def _deliver_config(
             )
         ]
     assert cluster.manifests is not None
-    app = kueueapp.application(cluster, config, _hub_meta(cluster), argocd_namespace)
+    app = kueueapp.application(cluster, config, _hub_meta(cluster), argocd_namespace, project)
     patch = ("spec", "source", "kustomize", "patches", kueueapp.CONFIG_PATCH)
     return [RenderedObject(cluster.name, app, cluster.origin, {patch: config.origin})]

@@ -42,6 +42,7 @@ from gputenancy.check.chain.charging import (
 from gputenancy.common.findings import Finding, Origin, Severity
 from gputenancy.inputs.quantity import ZERO, Quantity, parse
 from gputenancy.inputs.records import DEFAULT_POD_REQUESTS
+from gputenancy.policy import quotatree
 from gputenancy.versions import gates as kueuegates
 
 RULES: dict[str, Callable[[View], Iterator[Finding]]] = {}
@@ -163,43 +164,54 @@ Lent = tuple[str, list[tuple[str, str, Decimal]]]  # cohortName ("": none), (fla
 
 
 def lent(spec: Mapping[str, Any]) -> Lent:
-    """What a ClusterQueue (its spec) lends its cohort: per flavor and resource, its lendingLimit, else
-    its nominal quota."""
+    """What a ClusterQueue (its spec) lends its cohort: per flavor and resource, its nominal quota less
+    what its lendingLimit keeps (`quotatree.lendable`: the lendingLimit when below nominal)."""
     cohort = spec.get("cohortName")
     amounts = [
-        (flavor, resource, lending.value if lending is not None else nominal.value)
-        for (flavor, resource), (nominal, _, lending) in queue_quotas(spec)[1].items()
+        (flavor, resource, quotatree.lendable(_values(quota)))
+        for (flavor, resource), quota in queue_quotas(spec)[1].items()
     ]
     return (cohort if isinstance(cohort, str) else "", amounts)
 
 
+def _values(quota: Quota) -> quotatree.Quota:
+    nominal, borrowing, lending = quota
+    return (
+        nominal.value,
+        borrowing.value if borrowing is not None else None,
+        lending.value if lending is not None else None,
+    )
+
+
 class Pool:
-    """What each ClusterQueue may borrow: per cohort tree, flavor and resource, the sum of what every
-    queue in the tree lends (its lendingLimit, else its nominal quota). Made from the Cohorts and what
-    every ClusterQueue of a cluster lends (`lent`), in order."""
+    """What each ClusterQueue may reach through its cohorts (`quotatree.Tree`): made from the Cohorts
+    (their parents and own quotas, `spec.resourceGroups`) and what every ClusterQueue of a cluster lends
+    its cohort (`lent`), in order."""
 
     def __init__(self, cohorts: Sequence[Built], lent: Iterable[Lent]) -> None:
         parents: dict[str, str] = {}
-        self.open_trees: set[str] = set()  # trees with cohort-level quotas: no bound computed here
+        own: dict[str, dict[tuple[str, str], quotatree.Quota]] = {}
         for c in cohorts:
-            parent = spec_of(c).get("parentName")
+            spec = spec_of(c)
+            parent = spec.get("parentName")
             if isinstance(parent, str) and parent:
                 parents[c.name] = parent
+            held = queue_quotas(spec)[1]
+            if held:
+                own[c.name] = {key: _values(quota) for key, quota in held.items()}
         self.parents = parents
-        for c in cohorts:
-            if spec_of(c).get("resourceGroups"):
-                self.open_trees.add(self.root(c.name))
         self.queues: dict[str, tuple[list[tuple[set[str], list[str]]], Quotas]] = {}
-        self.lendable: dict[tuple[str, str, str], Decimal] = {}  # exact sums, as Kueue's int64 milli-units
         self.capacities: dict[tuple[str, str, str], Quantity | None] = {}
-        self._described: dict[str, str] | None = None
-        for cohort, amounts in lent:
-            if not cohort:
-                continue
-            tree = self.root(cohort)
-            for flavor, resource, value in amounts:
-                key = (tree, flavor, resource)
-                self.lendable[key] = self.lendable.get(key, _NONE) + value
+        self.tree = quotatree.Tree(
+            parents,
+            own,
+            quotatree.summed(
+                (cohort, (flavor, resource), value)
+                for cohort, amounts in lent
+                if cohort
+                for flavor, resource, value in amounts
+            ),
+        )
 
     @classmethod
     def of(cls, view: View) -> Pool:
@@ -217,48 +229,26 @@ class Pool:
         return found
 
     def described(self, tree: str) -> str:
-        """What a queue of `tree` may borrow, as text (a part of the key of its findings)."""
-        if self._described is None:
-            by_tree: dict[str, list[tuple[str, str, str]]] = {}
-            for (t, f, r), v in self.lendable.items():
-                by_tree.setdefault(t, []).append((f, r, str(v)))
-            self._described = {
-                t: repr((t, t in self.open_trees, sorted(lent))) for t, lent in by_tree.items()
-            }
-        found = self._described.get(tree)
-        if found is None:
-            found = self._described[tree] = repr((tree, tree in self.open_trees, []))
-        return found
+        """What a queue of `tree` may reach depends on, as text (a part of the key of its findings)."""
+        return self.tree.describe(tree)
 
     def root(self, cohort: str) -> str:
-        seen = {cohort}
-        while cohort in self.parents and self.parents[cohort] not in seen:
-            cohort = self.parents[cohort]
-            seen.add(cohort)
-        return cohort
-
-    def tree(self, cq: Built) -> str | None:
-        cohort = spec_of(cq).get("cohortName")
-        return self.root(cohort) if isinstance(cohort, str) and cohort else None
+        return self.tree.root(cohort)
 
     def max_capacity(self, cq: Built, flavor: str, resource: str) -> Quantity | None:
-        """Nominal quota plus what the queue may borrow in its cohort; None for no bound known here."""
+        """Nominal quota plus what the queue may borrow through its cohorts; None for no bound known
+        here (a cohort in a cycle of parents, which Kueue deactivates)."""
         key = (cq.name, flavor, resource)
         if key not in self.capacities:
-            self.capacities[key] = self._max_capacity(cq, flavor, resource)
+            nominal, borrowing, lending = self.queue(cq)[1].get((flavor, resource), (ZERO, None, None))
+            cohort = spec_of(cq).get("cohortName")
+            reach = self.tree.reach(
+                cohort if isinstance(cohort, str) and cohort else None,
+                _values((nominal, borrowing, lending)),
+                (flavor, resource),
+            )
+            self.capacities[key] = Quantity(reach, nominal.format) if reach is not None else None
         return self.capacities[key]
-
-    def _max_capacity(self, cq: Built, flavor: str, resource: str) -> Quantity | None:
-        nominal, borrowing, lending = self.queue(cq)[1].get((flavor, resource), (ZERO, None, None))
-        tree = self.tree(cq)
-        if tree is None:
-            return nominal
-        if tree in self.open_trees:
-            return None
-        own = lending.value if lending is not None else nominal.value
-        others = self.lendable.get((tree, flavor, resource), _NONE) - own
-        extra = others if borrowing is None else min(borrowing.value, others)
-        return Quantity(nominal.value + extra, nominal.format)
 
 
 def _device_needs(rct: Built, mapped: Mapping[str, str]) -> dict[str, Quantity]:

@@ -18,6 +18,7 @@ from gputenancy.common.findings import Severity
 from gputenancy.common.objects import FieldPath
 from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
 from gputenancy.inputs.spec import Tenant
+from gputenancy.policy import cohorts
 from gputenancy.policy.capacity import capacity_by_flavor
 from gputenancy.versions import kueue as kueue_versions
 
@@ -35,10 +36,10 @@ def _rule(rule_id: str) -> Callable[[BuiltRule], BuiltRule]:
 
 
 def _quotas(view: View) -> Iterator[tuple[Built, FieldPath, str, str, Quantity]]:
-    """(ClusterQueue, path of nominalQuota, flavor as the inputs name it, resource, quantity) of
-    every quota of the build."""
+    """(ClusterQueue or Cohort, path of nominalQuota, flavor as the inputs name it, resource, quantity)
+    of every quota of the build (a Cohort's own quota counts toward the capacity like a queue's)."""
     flavors = view.named(KUEUE, "ResourceFlavor")
-    for cq in view.of(KUEUE, "ClusterQueue"):
+    for cq in (*view.of(KUEUE, "ClusterQueue"), *view.of(KUEUE, "Cohort")):
         for gi, group in enumerate(spec_of(cq).get("resourceGroups") or []):
             for fi, flavor in enumerate(group.get("flavors") or [] if isinstance(group, dict) else []):
                 name = flavor.get("name") if isinstance(flavor, dict) else None
@@ -58,7 +59,7 @@ def _quotas(view: View) -> Iterator[tuple[Built, FieldPath, str, str, Quantity]]
 
 @_rule("built-capacity")
 def built_capacity(view: View) -> Iterator[Any]:
-    """After kustomize, the ClusterQueues' nominal quotas still fit the cluster's capacity, per flavor
+    """After kustomize, the ClusterQueues' (and Cohorts') nominal quotas still fit the cluster's capacity, per flavor
     and resource, as the tenants' budgets had to (a warning with `overcommit: true`). Reported at each
     quota kustomize changed, naming the kustomization that built it.
 
@@ -73,7 +74,7 @@ def built_capacity(view: View) -> Iterator[Any]:
     for cq, path, flavor, resource, q in _quotas(view):
         key = (flavor, resource)
         totals[key] = totals.get(key, ZERO) + q
-        want = meant.get((cq.tenant.name, flavor, resource)) if cq.tenant is not None else None
+        want = _want(meant, cq, flavor, resource)
         if _changed(q, want):
             changed.setdefault(key, []).append((cq, path, q, want))
     severity = Severity.WARNING if cluster.overcommit else Severity.ERROR
@@ -88,12 +89,22 @@ def built_capacity(view: View) -> Iterator[Any]:
             )
             yield cq.at(path).finding(
                 "built-capacity",
-                f"ClusterQueue {cq.name!r} on cluster {cluster.name!r} is built with nominalQuota "
+                f"{cq.key.kind} {cq.name!r} on cluster {cluster.name!r} is built with nominalQuota "
                 f"{q.canonical()} {resource} on flavor {flavor!r} ({said}){cq.changed_by(*_FIELD_KEYS)}: the "
                 f"built total {total.canonical()} exceeds the capacity {cap[0].canonical()} "
-                f"({cap[1].path}:{cap[1].line}); change the budget in the tenant file instead",
+                f"({cap[1].path}:{cap[1].line}); change the budget in "
+                f"{'base/platform.yaml' if cq.key.kind == 'Cohort' else 'the tenant file'} instead",
                 severity,
             )
+
+
+def _want(
+    meant: Mapping[tuple[str, str, str], Quantity], b: Built, flavor: str, resource: str
+) -> Quantity | None:
+    """What the inputs meant a built quota to be: a tenant's by tenant, a cohort's as `cohort/<name>`."""
+    if b.key.kind == "Cohort":
+        return meant.get((f"cohort/{b.original_name}", flavor, resource))
+    return meant.get((b.tenant.name, flavor, resource)) if b.tenant is not None else None
 
 
 def _changed(q: Quantity, want: Quantity | None) -> bool:
@@ -105,12 +116,16 @@ def _meant(view: View, tenants: Iterable[Tenant]) -> dict[tuple[str, str, str], 
     """The nominal quota each of `tenants` budgets on the view's cluster, by (tenant, flavor, quota
     resource): what its ClusterQueue is meant to be built with."""
     name = view.cluster.name
-    return {
+    out = {
         (tenant.name, fb.flavor, resource): amount.nominal
         for tenant in tenants
         for fb in tenant.budget_for(name) or ()
         for resource, amount in view.catalog.amounts(fb, name)
     }
+    for co, fb in cohorts.held(view.model, name):
+        for resource, amount in view.catalog.amounts(fb, name):
+            out[(f"cohort/{co.name}", fb.flavor, resource)] = amount.nominal
+    return out
 
 
 def capacity_changed(view: View) -> bool:
@@ -119,8 +134,7 @@ def capacity_changed(view: View) -> bool:
     tenants = {cq.tenant.name: cq.tenant for cq in view.of(KUEUE, "ClusterQueue") if cq.tenant is not None}
     meant = _meant(view, tenants.values())
     return any(
-        _changed(q, meant.get((cq.tenant.name, flavor, resource)) if cq.tenant is not None else None)
-        for cq, _, flavor, resource, q in _quotas(view)
+        _changed(q, _want(meant, cq, flavor, resource)) for cq, _, flavor, resource, q in _quotas(view)
     )
 
 

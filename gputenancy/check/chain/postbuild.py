@@ -132,25 +132,26 @@ def _qualified(b: Built) -> str:
 # ---------------------------------------------------------------------------------------- queues
 
 
-def _selector_admits(selector: Any, namespace: str) -> bool | None:
+def _selector_admits(selector: Any, namespace: str, known: Mapping[str, str] | None = None) -> bool | None:
     """Whether a ClusterQueue namespaceSelector admits `namespace`; None when it depends on labels the
-    pipeline cannot know (anything but kubernetes.io/metadata.name)."""
+    pipeline cannot know (anything but kubernetes.io/metadata.name and the labels `known` to the inputs:
+    the owning tenant's namespaceLabels)."""
     if selector is None:
         return False  # Kueue: a null namespaceSelector admits no namespace
     if not isinstance(selector, dict):
         return None
-    labels = {NAMESPACE_LABEL: namespace}
+    labels = {**(known or {}), NAMESPACE_LABEL: namespace}
     unknown = False
     for key, value in (selector.get("matchLabels") or {}).items():
-        if key != NAMESPACE_LABEL:
+        if key not in labels:
             unknown = True
-        elif value != namespace:
+        elif value != labels[key]:
             return False
     for req in selector.get("matchExpressions") or []:
         if not isinstance(req, dict):
             return None
         key, op, values = req.get("key"), req.get("operator"), list(req.get("values") or [])
-        if key != NAMESPACE_LABEL:
+        if key not in labels:
             unknown = True
             continue
         present = key in labels
@@ -196,7 +197,8 @@ def queue_reference(view: View) -> Iterator[Finding]:
                 f"{owner.name!r}{lq.changed_by(*_FIELD_KEYS)}",
             )
         spec = spec_of(cq)
-        admits = _selector_admits(spec.get("namespaceSelector"), lq.namespace)
+        known = owner.namespace_labels if owner is not None else None
+        admits = _selector_admits(spec.get("namespaceSelector"), lq.namespace, known)
         if admits is False:
             what = (
                 "has no namespaceSelector (Kueue admits no namespace)"
