@@ -123,8 +123,8 @@ FLEET: tuple[Mutant, ...] = (
     Mutant(
         "poolchart-capacity-only-undrawn",
         BUDGETDIFF,
-        "        return _holders(self.before) != _holders(self.after) or _cap(self.before) != _cap(self.after)",
-        "        return _holders(self.before) != _holders(self.after)",
+        "            _holders(self.before) != _holders(self.after)\n            or _cap(self.before) != _cap(self.after)\n",
+        "            _holders(self.before) != _holders(self.after)\n",
         (f"{T_PIES}test_a_capacity_change_alone_is_drawn_in_the_pr_comment",),
         "a change of capacity alone is not drawn",
     ),
