@@ -26,6 +26,10 @@ QUOTA = "gputenancy/admission/quota.py"
 ASSIGN = "gputenancy/admission/assign.py"
 JUDGE = "gputenancy/admission/judge.py"
 MANIFESTS = "gputenancy/admission/manifests.py"
+ADOPT_QUOTA = "gputenancy/adopt/quota.py"
+ADOPT_GROUPING = "gputenancy/adopt/grouping.py"
+ADOPT_COMPARE = "gputenancy/adopt/compare.py"
+ADOPT_PROOF = "gputenancy/adopt/proof.py"
 
 T_READER = ("tests/test_cluster_reader.py",)
 T_R = "tests/test_cluster_reader.py::"
@@ -35,6 +39,7 @@ T_PROD = (f"{T_STATUS}test_prod_differs_in_exactly_what_its_readme_lists",)
 T_OWNERS = (f"{T_STATUS}test_the_field_manager_of_a_path_is_read_from_the_fieldsv1_trie",)
 T_ADMIT = ("tests/test_admit_model.py", "tests/test_admit.py")
 T_MODEL = "tests/test_admit_model.py::"
+T_ADOPT = ("tests/test_adopt.py",)
 
 LIVE: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ the cluster reader
@@ -332,5 +337,48 @@ LIVE: tuple[Mutant, ...] = (
         "    if findings or any(v.outcome == NEVER for v in verdicts):",
         (f"{T_MODEL}test_allocation_mode_all_is_inadmissible",),
         "an Inadmissible workload exits 0 (or 2), as if it could run",
+    ),
+    # ------------------------------------------------------------------ import
+    Mutant(
+        "adopt-proof-blind",
+        ADOPT_PROOF,
+        "        diffs = compare.compare(o.body, found, rendered.crd_dir)\n        if diffs:",
+        "        diffs = compare.compare(o.body, found, rendered.crd_dir)\n        if False:",
+        T_ADOPT,
+        "the round trip calls an object reproduced exactly whatever fields differ",
+    ),
+    Mutant(
+        "adopt-bookkeeping-kept",
+        ADOPT_COMPARE,
+        "        kept = {k: v for k, v in (meta.get(key) or {}).items() if k not in names or k in theirs}",
+        "        kept = dict(meta.get(key) or {})",
+        T_ADOPT,
+        "the pipeline's own labels and annotations count as differences from the live object",
+    ),
+    Mutant(
+        "adopt-zero-resource-dropped",
+        ADOPT_QUOTA,
+        "            if name not in written and entries:",
+        "            if False:",
+        (
+            "tests/test_adopt.py::test_a_resource_zero_in_every_flavor_is_imported_so_the_queue_still_covers_it",
+        ),
+        "a resource zero in every flavor is not written: the group no longer covers it",
+    ),
+    Mutant(
+        "adopt-borrowing-limit-dropped",
+        ADOPT_QUOTA,
+        '        out["borrowingLimit"] = amount_value(borrowing)',
+        "        pass",
+        T_ADOPT,
+        "a live borrowingLimit is not imported into the budget",
+    ),
+    Mutant(
+        "adopt-grouped-flavors-sorted",
+        ADOPT_GROUPING,
+        "    for flavor in order:",
+        "    for flavor in sorted(order):",
+        T_ADOPT,
+        "a grouped team's flavors are written in name order, not the queues' order (Kueue tries them in order)",
     ),
 )
