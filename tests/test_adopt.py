@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import kubekit
 import pytest
 import yaml
 from conftest import REPO, shared_dir
@@ -350,24 +351,7 @@ def test_context_runs_only_kubectl_get_and_an_unreachable_cluster_is_a_finding(
 ) -> None:
     for argv in kubectl.commands("prod-admin"):
         assert argv[0] == "kubectl" and kubectl._verb(argv) == "get" and "-o" in argv
-    if shutil.which("kubectl") is None:
-        if os.environ.get("CI"):
-            pytest.fail("kubectl is not installed")
-        pytest.skip("kubectl is not installed")
-    config = tmp_path / "kubeconfig"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "nowhere", "cluster": {"server": "https://127.0.0.1:9"}}],
-                "contexts": [{"name": "nowhere", "context": {"cluster": "nowhere", "user": "u"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "current-context": "nowhere",
-            }
-        )
-    )
-    monkeypatch.setenv("KUBECONFIG", str(config))
+    kubekit.unreachable(tmp_path, monkeypatch)
     root = _new_repo(tmp_path)
     before = _tree(root)
     assert main(["--root", str(root), "import", "--cluster", "c1", "--context", "nowhere"]) == 1

@@ -5,9 +5,9 @@ server output from ../shared/clusters/ (brownfield setups and the live example c
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
+import kubekit
 import pytest
 import yaml
 from conftest import shared_dir
@@ -232,22 +232,7 @@ def test_the_kubectl_commands_only_get_and_name_every_kind() -> None:
 def test_read_live_runs_the_real_kubectl_and_reports_an_unreachable_cluster(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if subprocess.run(["which", "kubectl"], capture_output=True).returncode != 0:
-        pytest.skip("kubectl not installed")
-    config = tmp_path / "kubeconfig"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "nowhere", "cluster": {"server": "https://127.0.0.1:9"}}],
-                "contexts": [{"name": "nowhere", "context": {"cluster": "nowhere", "user": "u"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "current-context": "nowhere",
-            }
-        )
-    )
-    monkeypatch.setenv("KUBECONFIG", str(config))
+    kubekit.unreachable(tmp_path, monkeypatch)
     with pytest.raises(PipelineError) as err:
         kubectl.read_live("nowhere")
     (finding,) = err.value.findings

@@ -45,7 +45,11 @@ def files(repo: Path) -> list[str]:
         capture_output=True,
         check=True,
     ).stdout.decode()
-    return sorted(p for p in out.split("\0") if p and ((repo / p).is_file() or (repo / p).is_symlink()))
+    return sorted(
+        p
+        for p in out.split("\0")
+        if p and p != BROWSER_PACKAGES and ((repo / p).is_file() or (repo / p).is_symlink())
+    )
 
 
 def copy(repo: Path, dest: Path) -> None:

@@ -7,22 +7,12 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from gputenancy.cluster.dump import LiveObject
+from gputenancy.cluster.dump import POLICY_KINDS, LiveObject
 from gputenancy.inputs import quantity
 
 KUEUE = "kueue.x-k8s.io"
 KUEUE_VERSIONS = ("v1beta1", "v1beta2")
-IMPORTED = (
-    "ResourceFlavor",
-    "ClusterQueue",
-    "Cohort",
-    "LocalQueue",
-    "WorkloadPriorityClass",
-    "AdmissionCheck",
-    "Topology",
-    "DeviceClass",
-    "ResourceClaimTemplate",
-)
+IMPORTED = POLICY_KINDS
 """The kinds `import` reads; the manager ConfigMap and Deployment in the Kueue namespace too."""
 NOT_OWNED = (
     "Namespace",

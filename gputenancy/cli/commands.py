@@ -39,15 +39,14 @@ def cmd_budgets(root: Path, cluster: str | None, fmt: str, source: Path | None =
     clusters = [cluster] if cluster is not None else None
     used = None
     if source is not None:
-        from gputenancy.live import status, teams
+        from gputenancy.live import status
 
         try:
-            dump = status.read(source, None)
-            name = status.identify(dump, model, cluster, root)
+            used, name = status.usage_of(source, model, cluster, root)
         except PipelineError as exc:
             sys.stdout.write(report.format_findings(exc.findings, "text"))
             return 1
-        used, clusters = teams.used(dump, name), [name]
+        clusters = [name]
     text = budgets.render(budgets.pools(model, clusters), fmt, used)
     sys.stdout.write(fleetview.extend(text, model, clusters, fmt))
     if findings:

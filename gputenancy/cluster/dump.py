@@ -27,6 +27,19 @@ MAX_DUMP_BYTES = 256 * 1024 * 1024
 """Largest dump read, in bytes (256 MiB): a 5,000-tenant cluster with its status is a few tens of MiB."""
 MAX_OBJECTS = 1_000_000
 CONFIG_MAP = ("kueue-system", "kueue-manager-config")
+POLICY_KINDS: tuple[str, ...] = (
+    "ResourceFlavor",
+    "Cohort",
+    "ClusterQueue",
+    "LocalQueue",
+    "WorkloadPriorityClass",
+    "AdmissionCheck",
+    "Topology",
+    "DeviceClass",
+    "ResourceClaimTemplate",
+)
+"""The kinds of a cluster's queue policy, which the pipeline renders, `import` adopts and `status`
+compares (in the order Kueue's objects depend on each other)."""
 CONFIG_KEY = "controller_manager_config.yaml"
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

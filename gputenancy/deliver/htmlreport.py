@@ -102,9 +102,6 @@ def spec(p: Pool, palette: Sequence[str] = (), when: str = "now", used: Used | N
             .mark_tick(color="#000", thickness=3)
             .encode(x="used:Q", y=y, tooltip=["tenant:N", "used:Q"])
         )
-    if p.capacity is not None:
-        capacity = alt.InlineData(values=[{"capacity": float(p.capacity.value / div)}])
-        layers.append(alt.Chart(capacity).mark_rule(color="#c00", strokeWidth=2).encode(x="capacity:Q"))
     chart = alt.layer(*layers).properties(
         title=title(p, when, used), width=360, height=max(40, 22 * len(p.grants))
     )
@@ -325,15 +322,13 @@ def command(
         return 1
     used = None
     if source is not None:
-        from gputenancy.live import status, teams
+        from gputenancy.live import status
 
         try:
-            dump = status.read(source, None)
-            cluster = status.identify(dump, model, cluster, root)
+            used, cluster = status.usage_of(source, model, cluster, root)
         except PipelineError as exc:
             emit(report.format_findings(exc.findings, report.default_format()))
             return 1
-        used = teams.used(dump, cluster)
     only = [cluster] if cluster is not None else None
     found = budgets.pools(model, only)
     before = None

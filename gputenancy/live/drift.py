@@ -18,23 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from gputenancy.cluster.compare import FieldDiff, compare
-from gputenancy.cluster.dump import Dump, LiveObject
+from gputenancy.cluster.dump import POLICY_KINDS, Dump, LiveObject
 from gputenancy.common.findings import Origin, PipelineError
 from gputenancy.inputs.source import load_text
 from gputenancy.live import owners
 from gputenancy.live.git import GitObject, GitSide
 
-KINDS = (
-    "ResourceFlavor",
-    "Cohort",
-    "ClusterQueue",
-    "LocalQueue",
-    "WorkloadPriorityClass",
-    "AdmissionCheck",
-    "Topology",
-    "DeviceClass",
-    "ResourceClaimTemplate",
-)
+KINDS = POLICY_KINDS
 """The kinds the pipeline renders onto a cluster that the dump holds: on the cluster and not in Git,
 these are differences (workloads, claims and slices are the cluster's own)."""
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})

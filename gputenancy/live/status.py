@@ -14,6 +14,7 @@ from gputenancy.check import cluster as checks
 from gputenancy.cluster import kubectl
 from gputenancy.cluster.dump import Dump, LiveObject, read_dump
 from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
+from gputenancy.inputs.quantity import Quantity
 from gputenancy.inputs.spec import Model
 from gputenancy.live import devices, drift, git, manager, teams
 from gputenancy.live.devices import DeviceRow
@@ -244,3 +245,15 @@ def of(
         (*notes, *(kueue.notes if kueue else ())),
         tuple(teams.cohorts(dump, [o.body for o in side.objects if o.kind == "ClusterQueue"])),
     )
+
+
+def usage_of(
+    source: Path, model: Model, cluster: str | None, root: Path
+) -> tuple[dict[tuple[str, str, str, str], tuple[Quantity, Quantity, Quantity]], str]:
+    """`--from FILE` of `budgets` and `report`: what each tenant uses, reserves and borrows on the
+    cluster the dump is of, and that cluster's name; PipelineError when the dump is not one."""
+    from gputenancy.live import teams
+
+    dump = read(source, None)
+    name = identify(dump, model, cluster, root)
+    return teams.used(dump, name), name
