@@ -96,6 +96,9 @@ def spec(p: Pool, palette: Sequence[str] = (), when: str = "now", used: Used | N
         alt.Chart(data).mark_bar().encode(x="nominal:Q", y=y, color=colour, tooltip=["tenant:N", "nominal:Q"])
     )
     layers: list[Any] = [reach, nominal]
+    if p.capacity is not None:
+        capacity = alt.InlineData(values=[{"capacity": float(p.capacity.value / div)}])
+        layers.append(alt.Chart(capacity).mark_rule(color="#c00", strokeWidth=2).encode(x="capacity:Q"))
     if used is not None:  # what each tenant uses on the cluster: a black tick on its bars
         layers.append(
             alt.Chart(data)
