@@ -474,3 +474,76 @@ def test_a_tas_only_queue_admits_jobs_with_and_without_a_topology_annotation(
         ("admitted", "h100"),
     ]
     assert code == 0
+
+
+def test_a_claim_without_a_count_is_charged_one_device(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`exactly` without `count` (allocationMode ExactCount, as the API server defaults it) is one device."""
+    path = repo / "generated/prod/resourceclaimtemplate/nlp-pretrain/h100-x4.yaml"
+    body = yaml.safe_load(path.read_text())
+    del body["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"]
+    path.write_text(yaml.safe_dump(body))
+    code, [w], _ = _admit(repo, tmp_path, [_job()], capsys)
+    assert (code, w["outcome"], w["podSets"][0]["perPod"]["nvidia.com/gpu"]) == (0, "admitted", "1")
+
+
+def test_the_first_flavor_that_fits_is_taken_in_the_queues_order(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job of CPU and memory only fits both of nlp's flavors: it gets h100, the first; with the flavors
+    listed the other way round, a100-mig."""
+    job = _job()
+    pod = _pod(job)
+    del pod["resourceClaims"]
+    del pod["containers"][0]["resources"]["claims"]
+    code, [w], _ = _admit(repo, tmp_path, [job], capsys)
+    assert (code, w["flavors"]) == (0, {"main": {"cpu": "h100", "memory": "h100"}})
+    path = repo / "generated/prod/clusterqueue/nlp.yaml"
+    body = yaml.safe_load(path.read_text())
+    group = body["spec"]["resourceGroups"][0]
+    group["flavors"].reverse()
+    assert [f["name"] for f in group["flavors"]] == ["a100-mig", "h100"]
+    path.write_text(yaml.safe_dump(body))
+    code, [w], _ = _admit(repo, tmp_path, [job], capsys)
+    assert (code, w["flavors"]) == (0, {"main": {"cpu": "a100-mig", "memory": "a100-mig"}})
+
+
+def test_requests_are_charged_not_limits(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A container asking for 1 CPU up to 8 is charged 1 (its request); one with a limit only, its limit."""
+    job = _job()
+    containers = _pod(job)["containers"]
+    containers[0]["resources"].update(
+        requests={"cpu": "1", "memory": "4Gi"}, limits={"cpu": "8", "memory": "8Gi"}
+    )
+    containers.append({"name": "side", "image": "x", "resources": {"limits": {"cpu": "2"}}})
+    _, [w], _ = _admit(repo, tmp_path, [job], capsys)
+    assert {r: w["podSets"][0]["perPod"][r] for r in ("cpu", "memory")} == {"cpu": "3", "memory": "4Gi"}
+    assert "container side (limits, no requests)" in w["podSets"][0]["why"]["cpu"]
+
+
+def test_the_borrowing_limit_bounds_what_a_queue_can_ever_take(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nlp's H100 borrowingLimit lowered from 8 to 2 (the cohort could lend it 6): 6 + 2 = 8 GPUs at most;
+    8 are admitted, borrowing 2, and 12 can never run, with Kueue's maximum capacity of 8."""
+    path = repo / "generated/prod/clusterqueue/nlp.yaml"
+    body = yaml.safe_load(path.read_text())
+    h100 = body["spec"]["resourceGroups"][0]["flavors"][0]
+    gpu = next(r for r in h100["resources"] if r["name"] == "nvidia.com/gpu")
+    assert (h100["name"], gpu["borrowingLimit"]) == ("h100", "8")
+    gpu["borrowingLimit"] = "2"
+    path.write_text(yaml.safe_dump(body))
+    job = _job()
+    job["spec"]["parallelism"] = 2
+    code, [w], _ = _admit(repo, tmp_path, [job], capsys)
+    assert (code, w["outcome"], w["flavors"]["main"]["nvidia.com/gpu"]) == (0, "admitted", "h100")
+    job["spec"]["parallelism"] = 3
+    code, [w], _ = _admit(repo, tmp_path, [job], capsys)
+    assert (code, w["outcome"]) == (1, "never")
+    assert (
+        "insufficient quota for nvidia.com/gpu in flavor h100, previously considered podsets requests (0) + "
+        "current podset request (12) > maximum capacity (8)" in w["kueueMessage"]
+    )

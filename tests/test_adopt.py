@@ -515,3 +515,46 @@ def test_the_live_prod_cluster_is_adopted_as_it_runs_with_what_cannot_be_kept_na
     cluster = yaml.safe_load((root / "overlays" / "prod" / "cluster.yaml").read_text())
     assert cluster["kueue"]["version"] == "v0.19.2"
     assert cluster["kueue"]["config"]["waitForPodsReady"]["timeout"] == "10m"
+
+
+def test_a_resource_zero_in_every_flavor_is_imported_so_the_queue_still_covers_it(tmp_path: Path) -> None:
+    """A queue covering nvidia.com/gpu with no GPU quota in either flavor (it may only borrow them): the
+    tenant file writes the zero once, and the round trip is exact (coveredResources unchanged)."""
+    shared = shared_dir()
+    covered = ["cpu", "nvidia.com/gpu"]
+    flavors = [
+        {
+            "name": name,
+            "resources": [
+                {"name": "cpu", "nominalQuota": cpu},
+                {"name": "nvidia.com/gpu", "nominalQuota": "0"},
+            ],
+        }
+        for name, cpu in (("f", "4"), ("g", "2"))
+    ]
+    cq = {
+        **CQ,
+        "spec": {
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a"]}
+                ]
+            },
+            "resourceGroups": [{"coveredResources": covered, "flavors": flavors}],
+        },
+    }
+    rf2 = {**RF, "metadata": {"name": "g"}}
+    (tmp_path / "dump.yaml").write_text(_minimal_dump([RF, rf2, cq, LQ]))
+    root = _new_repo(tmp_path)
+    outcome = importing.plan(
+        root, dumps.read_dump(tmp_path / "dump.yaml"), importing.Options("c1", schemas=shared)
+    )
+    verdicts = {r.shown(): r for r in outcome.results}
+    assert verdicts["ClusterQueue team-a"].verdict is Verdict.EXACT, verdicts["ClusterQueue team-a"].diffs
+    assert outcome.exact
+    output.write(root, outcome.files)
+    budget = yaml.safe_load((root / "tenants" / "team-a.yaml").read_text())["budgets"]["clusters"]["c1"]
+    assert [(b["flavor"], b["resources"]) for b in budget] == [
+        ("f", {"cpu": 4, "nvidia.com/gpu": 0}),
+        ("g", {"cpu": 2}),
+    ]

@@ -282,3 +282,85 @@ def test_a_json_dump_reads_as_the_same_objects_as_its_yaml(tmp_path: Path) -> No
         "cut.json:2:10: error: not JSON: Expecting value (dump-read)"
     ]
     assert all("json" in argv for argv in kubectl.commands(None, "json"))
+
+
+def test_namespaces_are_labels_and_every_object_names_one_the_api_server_accepts() -> None:
+    """A Namespace's name is a DNS-1123 label (no dots) where other objects take a subdomain; an object's
+    metadata.namespace is checked as a label too."""
+    dump = read_text(
+        b"apiVersion: v1\nkind: List\nitems:\n"
+        b"- {apiVersion: v1, kind: Namespace, metadata: {name: team-a}}\n"
+        b"- {apiVersion: v1, kind: ConfigMap, metadata: {name: a.b, namespace: team-a}}\n",
+        "dump.yaml",
+    )
+    assert [o.key for o in dump.objects] == [("Namespace", "", "team-a"), ("ConfigMap", "team-a", "a.b")]
+    for item, expected in (
+        (b"{apiVersion: v1, kind: Namespace, metadata: {name: team.a}}", "Namespace 'team.a'"),
+        (b"{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: ../etc}}", "ConfigMap 'x'"),
+        (b"{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: a.b}}", "ConfigMap 'x'"),
+    ):
+        with pytest.raises(PipelineError) as err:
+            read_text(b"apiVersion: v1\nkind: List\nitems:\n- " + item + b"\n", "dump.yaml")
+        (finding,) = err.value.findings
+        assert finding.format().startswith(
+            f"dump.yaml:4:1: error: {expected}: not a name the API server accepts"
+        ), finding.format()
+
+
+@pytest.mark.parametrize(
+    "context",
+    ["-n", "--kubeconfig", "-", "prod admin", "prod\nadmin", "prod;id", "$(id)", "", "x" * 254],
+)
+def test_a_context_that_is_not_a_kubeconfig_name_is_refused(context: str) -> None:
+    with pytest.raises(PipelineError) as err:
+        kubectl.commands(context)
+    (finding,) = err.value.findings
+    assert finding.rule == "kubectl-context" and "not a kubeconfig context name" in finding.message
+
+
+@pytest.mark.parametrize(
+    "context", ["prod-admin", "arn:aws:eks:eu-west-1:123456789012:cluster/prod", "admin@prod.k8s", "x" * 253]
+)
+def test_kubeconfig_context_names_are_accepted(context: str) -> None:
+    for argv in kubectl.commands(context):
+        assert argv[1:3] == ["--context", context]
+
+
+def test_read_live_starts_nothing_whose_verb_is_not_get(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard in front of every kubectl run: an argv with another verb (a context named `get` is no
+    verb) stops before any process is started."""
+    started: list[list[str]] = []
+    monkeypatch.setattr(kubectl.proc, "run", lambda argv, **_: started.append(argv))
+    for verb in ("delete", "apply", "patch", "edit", "label"):
+        argv = ["kubectl", "--context", "get", "-n", "kueue-system", verb, "configmap/x"]
+        monkeypatch.setattr(kubectl, "commands", lambda context=None, argv=argv: [argv])
+        with pytest.raises(AssertionError, match="not a read verb"):
+            kubectl.read_live("get")
+    assert started == []
+
+
+def test_compare_sees_a_flavor_order_changed_and_a_boolean_for_a_number() -> None:
+    """Flavors are tried in their order: the same flavors in another order differ (the whole list is
+    shown); `true` and `1` are not the same value."""
+    flavors = [
+        {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"}]},
+        {"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "4"}]},
+    ]
+
+    def queue(order: list[dict[str, object]], extra: object) -> dict[str, object]:
+        return {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "q"},
+            "spec": {
+                "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": order}],
+                "x": extra,
+            },
+        }
+
+    diffs = compare(queue(flavors[::-1], 1), queue(flavors, True))
+    assert [(d.path, d.live, d.rendered) for d in diffs] == [
+        ("spec.resourceGroups[0].flavors", flavors[::-1], flavors),
+        ("spec.x", 1, True),
+    ]
+    assert compare(queue(flavors, False), queue(flavors, False)) == ()

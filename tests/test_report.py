@@ -89,6 +89,10 @@ def test_a_draining_tenant_reaches_nothing_and_the_rule_sits_at_the_capacity() -
     assert chart["datasets"][layers[2]["data"]["name"]] == [{"capacity": 16.0}]
     undeclared = budgets.Pool("prod", "h100", "nvidia.com/gpu", None, parse(10), grants)
     assert len(htmlreport.spec(undeclared)["layer"]) == 2
+    # with what the tenants use (`report --from`): their ticks, and still one capacity rule
+    used = {("prod", "a", "h100", "nvidia.com/gpu"): (parse(5), parse(5), parse(0))}
+    marks = [layer["mark"]["type"] for layer in htmlreport.spec(pool, used=used)["layer"]]
+    assert sorted(marks) == ["bar", "bar", "rule", "tick"]
 
 
 def _figures(text: str) -> list[str]:

@@ -2,7 +2,8 @@
 This file holds the record and the mutants of the model, the Configuration merge, cache keys,
 quantities and webhook rules; tools/mutants_delivery.py those of plan, publish, writes, input limits,
 the claim chain per cluster, what people read and signals; tools/mutants_fleet.py those of the fleet,
-the hub and what a review shows. `MUTANTS` is all three, in that order.
+the hub and what a review shows; tools/mutants_live.py those of the cluster reader, `status` and `admit`.
+`MUTANTS` is all four, in that order.
 
 Each mutant names its file, the exact source text it changes (found once, or the run stops) and the
 replacement, the tests that concern it (pytest paths or node ids, run with -x), and what it breaks.
@@ -367,8 +368,10 @@ CORE: tuple[Mutant, ...] = (
 
 def all_mutants() -> tuple[Mutant, ...]:
     """CORE, then the delivery mutants of tools/mutants_delivery.py, then those of the fleet, the hub
-    and what a review shows (tools/mutants_fleet.py)."""
+    and what a review shows (tools/mutants_fleet.py), then those of the commands that read a cluster or judge
+    a job (tools/mutants_live.py)."""
     from mutants_delivery import DELIVERY
     from mutants_fleet import FLEET
+    from mutants_live import LIVE
 
-    return (*CORE, *DELIVERY, *FLEET)
+    return (*CORE, *DELIVERY, *FLEET, *LIVE)

@@ -59,8 +59,8 @@ DELIVERY: tuple[Mutant, ...] = (
     Mutant(
         "removal-refused-when-drained",
         PLAN,
-        'o.key.kind == "ClusterQueue" and policy != DRAINED:',
-        'o.key.kind == "ClusterQueue" and policy == DRAINED:',
+        "        if policy != DRAINED:",
+        "        if policy == DRAINED:",
         (*T_PLAN, "tests/test_publish.py"),
         "removing an undrained tenant is allowed, a drained one refused",
     ),

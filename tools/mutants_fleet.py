@@ -88,7 +88,9 @@ FLEET: tuple[Mutant, ...] = (
     Mutant(
         "fleetview-every-fleets-rows",
         FLEETVIEW,
+        "    lines: list[str] = []\n    for manager in dict.fromkeys(q.manager for q in rows):\n"
         "        mine = [q for q in rows if q.manager == manager]",
+        "    lines: list[str] = []\n    for manager in dict.fromkeys(q.manager for q in rows):\n"
         "        mine = list(rows)",
         T_FLEETS,
         "each fleet's section lists the rows of every fleet",
@@ -96,8 +98,8 @@ FLEET: tuple[Mutant, ...] = (
     Mutant(
         "fleetview-every-tenants-lines",
         FLEETVIEW,
-        "                lines += [f\"    {q.text().removeprefix(f'{tenant} ')}\" for q in theirs]",
-        "                lines += [f\"    {q.text().removeprefix(f'{tenant} ')}\" for q in mine]",
+        "                    f\"    {q.text().removeprefix(f'{tenant} ')}; {_job(jobs, q).text()}\" for q in theirs",
+        "                    f\"    {q.text().removeprefix(f'{tenant} ')}; {_job(jobs, q).text()}\" for q in mine",
         T_FLEETS,
         "each tenant of a fleet is shown with every tenant's quotas",
     ),
@@ -121,8 +123,8 @@ FLEET: tuple[Mutant, ...] = (
     Mutant(
         "poolchart-capacity-only-undrawn",
         BUDGETDIFF,
-        "        return _holders(self.before) != _holders(self.after) or _cap(self.before) != _cap(self.after)",
-        "        return _holders(self.before) != _holders(self.after)",
+        "            _holders(self.before) != _holders(self.after)\n            or _cap(self.before) != _cap(self.after)\n",
+        "            _holders(self.before) != _holders(self.after)\n",
         (f"{T_PIES}test_a_capacity_change_alone_is_drawn_in_the_pr_comment",),
         "a change of capacity alone is not drawn",
     ),
