@@ -25,10 +25,8 @@ import yaml
 
 from bench import fleet
 from gputenancy import engine
-from gputenancy.adopt import importing, init, output, records
+from gputenancy.adopt import importing, init, output, sample
 from gputenancy.cluster import dump as dumps
-from gputenancy.policy import rules
-from gputenancy.render import kueueconfig
 
 CLUSTER = "us-east"
 T = TypeVar("T")
@@ -44,20 +42,9 @@ def _dump(src: Path, schemas: Path | None, out: Path) -> int:
     result = engine.run(src, cluster=CLUSTER, schemas=schemas, cache=None)
     if result.failed:
         raise SystemExit(f"the fleet does not render: {[f.format() for f in result.findings][:3]}")
-    items: list[dict[str, Any]] = [
-        dict(o.body) for o in result.clusters[CLUSTER].objects if o.body["kind"] in records.IMPORTED
-    ]
-    c = result.model.clusters[CLUSTER]
-    config, _ = kueueconfig.build(result.model, c, rules.effective_catalog(result.model))
-    items.append(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
-            "data": {"controller_manager_config.yaml": config.text},
-        }
-    )
-    out.write_text(yaml.dump({"apiVersion": "v1", "kind": "List", "items": items}, Dumper=yaml.CSafeDumper))
+    listed = sample.rendered_list(result, CLUSTER, deployment=False)
+    items: list[dict[str, Any]] = listed["items"]
+    out.write_text(yaml.dump(listed, Dumper=yaml.CSafeDumper))
     return len(items)
 
 

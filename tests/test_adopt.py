@@ -18,14 +18,12 @@ import yaml
 from conftest import REPO, shared_dir
 
 from gputenancy import engine
-from gputenancy.adopt import compare, importing, init, output, records
+from gputenancy.adopt import compare, importing, init, output, records, sample
 from gputenancy.adopt.proof import Verdict
 from gputenancy.cli.app import main
 from gputenancy.cluster import dump as dumps
 from gputenancy.cluster import kubectl
 from gputenancy.common.findings import PipelineError
-from gputenancy.policy import rules
-from gputenancy.render import kueueconfig
 
 FIXTURE = REPO / "tests" / "fixtures" / "repo"
 
@@ -144,28 +142,8 @@ def _dump_of_rendered(src: Path, cluster: str, kueue: str, shared: Path, out: Pa
     the imported kinds, the manager's ConfigMap with the rendered Configuration, its Deployment."""
     result = engine.run(src, cluster=cluster, schemas=shared, cache=None)
     assert not result.failed
-    items = [dict(o.body) for o in result.clusters[cluster].objects if o.body["kind"] in records.IMPORTED]
-    config, _ = kueueconfig.build(
-        result.model, result.model.clusters[cluster], rules.effective_catalog(result.model)
-    )
-    items.append(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
-            "data": {"controller_manager_config.yaml": config.text},
-        }
-    )
-    image = {"name": "manager", "image": f"registry.k8s.io/kueue/kueue:{kueue}"}
-    items.append(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system"},
-            "spec": {"template": {"spec": {"containers": [image]}}},
-        }
-    )
-    out.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    assert result.model.clusters[cluster].kueue_version == kueue
+    out.write_text(yaml.safe_dump(sample.rendered_list(result, cluster)))
     return out
 
 

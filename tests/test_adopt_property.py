@@ -15,11 +15,9 @@ from hypothesis import strategies as st
 
 from bench import fleet
 from gputenancy import engine
-from gputenancy.adopt import importing, init, output, records
+from gputenancy.adopt import importing, init, output, sample
 from gputenancy.adopt.proof import Verdict
 from gputenancy.cluster import dump as dumps
-from gputenancy.policy import rules
-from gputenancy.render import kueueconfig
 
 SPECS = {s.name: s for s in fleet.CLUSTERS}
 
@@ -27,27 +25,7 @@ SPECS = {s.name: s for s in fleet.CLUSTERS}
 def _dump(src: Path, cluster: str, shared: Path, out: Path) -> None:
     result = engine.run(src, cluster=cluster, schemas=shared, cache=None)
     assert not result.failed
-    items = [dict(o.body) for o in result.clusters[cluster].objects if o.body["kind"] in records.IMPORTED]
-    c = result.model.clusters[cluster]
-    config, _ = kueueconfig.build(result.model, c, rules.effective_catalog(result.model))
-    items.append(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
-            "data": {"controller_manager_config.yaml": config.text},
-        }
-    )
-    image = {"name": "manager", "image": f"registry.k8s.io/kueue/kueue:{c.kueue_version}"}
-    items.append(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system"},
-            "spec": {"template": {"spec": {"containers": [image]}}},
-        }
-    )
-    out.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    out.write_text(yaml.safe_dump(sample.rendered_list(result, cluster)))
 
 
 @settings(max_examples=6)
