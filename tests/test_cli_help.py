@@ -14,7 +14,7 @@ import minirepo
 import pytest
 import trees
 
-from gputenancy.check import ruleindex
+from gputenancy.cli import ruleindex
 from gputenancy.cli.app import _parser, main
 
 

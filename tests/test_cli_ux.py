@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import trees
 
-from gputenancy.check import ruleindex
 from gputenancy.check.webhook import webhooks
 from gputenancy.cli import helptext as clihelp
+from gputenancy.cli import ruleindex
 from gputenancy.cli.app import main
 from gputenancy.policy import rules
 
@@ -149,7 +149,7 @@ def test_every_rule_id_the_package_emits_is_documented() -> None:
             if literal.startswith(prefixes) and literal not in not_rules:
                 found.add(literal)
     documented = set(ruleindex.ids())
-    assert found - documented == set(), "undocumented rule ids; add them to gputenancy/check/ruleindex.py"
+    assert found - documented == set(), "undocumented rule ids; add them to gputenancy/cli/ruleindex.py"
 
 
 def test_rules_id_explains_one_with_examples(tmp_path: Path) -> None:

@@ -1,10 +1,10 @@
-"""Kubernetes name, label and selector formats of gputenancy.check.kubernetes.names: passing and failing values each."""
+"""Kubernetes name, label and selector formats of gputenancy.common.names: passing and failing values each."""
 
 from __future__ import annotations
 
 import pytest
 
-from gputenancy.check.kubernetes import names as k8snames
+from gputenancy.common import names as k8snames
 
 LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "

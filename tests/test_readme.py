@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import trees
 
-from gputenancy.check import ruleindex
+from gputenancy.cli import ruleindex
 from gputenancy.cli.app import _parser
 
 README_PATH = trees.REPO / "README.md"

@@ -49,7 +49,7 @@ DRAMAPPINGS = "gputenancy/check/config/dramappings.py"
 POSTBUILD = "gputenancy/check/chain/postbuild.py"
 MANIFESTS = "gputenancy/render/manifests.py"
 MDSAFE = "gputenancy/deliver/mdsafe.py"
-RULEINDEX = "gputenancy/check/ruleindex.py"
+RULEINDEX = "gputenancy/cli/ruleindex.py"
 INTERRUPT = "gputenancy/common/interrupt.py"
 
 T_RULES = ("tests/test_boundaries.py", "tests/test_rules.py")

@@ -294,8 +294,8 @@ DELIVERY: tuple[Mutant, ...] = (
     Mutant(
         "rules-table-swapped",
         RULEINDEX,
-        "out += [RuleDoc(*row) for row in _TABLE]",
-        "out += [RuleDoc(*row[:3], row[4], row[3]) for row in _TABLE]",
+        "out += [RuleDoc(*row) for row in TABLE]",
+        "out += [RuleDoc(*row[:3], row[4], row[3]) for row in TABLE]",
         T_DOCS,
         "the rule table's examples come out under the wrong heading",
     ),

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from gputenancy import engine
-from gputenancy.check import ruleindex
+from gputenancy.cli import ruleindex
 from gputenancy.common import report
 from gputenancy.common.findings import PipelineError, Severity
 from gputenancy.common.hints import did_you_mean

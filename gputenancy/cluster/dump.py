@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from gputenancy.check.kubernetes import names
+from gputenancy.common import names
 from gputenancy.common.findings import Finding, Origin, PipelineError, Severity
 from gputenancy.inputs.document import Document
 from gputenancy.inputs.source import load_text

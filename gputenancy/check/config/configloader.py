@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gputenancy.check.kubernetes.names import qualified_name_errors
+from gputenancy.common.names import qualified_name_errors
 from gputenancy.versions import startup
 
 Problem = tuple[tuple[str | int, ...], str]

@@ -28,7 +28,8 @@ from gputenancy.check.config.configfields import (
     is_number,
     suggest,
 )
-from gputenancy.check.kubernetes.names import (
+from gputenancy.common.findings import Severity
+from gputenancy.common.names import (
     Requirement,
     dns1035_label_errors,
     dns1123_subdomain_errors,
@@ -37,7 +38,6 @@ from gputenancy.check.kubernetes.names import (
     selector_matches,
     selector_operator_error,
 )
-from gputenancy.common.findings import Severity
 from gputenancy.versions import kueue as kueue_versions
 
 

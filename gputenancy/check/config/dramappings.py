@@ -8,13 +8,13 @@ from typing import Any
 
 from gputenancy.check.config.configfields import as_list, as_mapping
 from gputenancy.check.kubernetes.dra import cel_selector_error
-from gputenancy.check.kubernetes.names import (
+from gputenancy.check.webhook.admission import Problem
+from gputenancy.common.names import (
     device_qualified_name_errors,
     dns1123_label_errors,
     dns1123_subdomain_errors,
     qualified_name_errors,
 )
-from gputenancy.check.webhook.admission import Problem
 from gputenancy.common.objects import FieldPath
 
 # --- Kueue Configuration resources.deviceClassMappings (pkg/config/validation.go) -----------------

@@ -16,14 +16,6 @@ from typing import Any
 
 from gputenancy.check.kubernetes import celtypes
 from gputenancy.check.kubernetes.celext import cel
-from gputenancy.check.kubernetes.names import (
-    DEVICE_MAX_ID_LENGTH,
-    c_identifier_errors,
-    dns1123_label_errors,
-    dns1123_subdomain_errors,
-    invalid,
-    qualified_name_errors,
-)
 from gputenancy.check.webhook.admission import (
     MAPPING,
     Problem,
@@ -31,6 +23,14 @@ from gputenancy.check.webhook.admission import (
     label_problems,
     mapping_items,
     string_items,
+)
+from gputenancy.common.names import (
+    DEVICE_MAX_ID_LENGTH,
+    c_identifier_errors,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    invalid,
+    qualified_name_errors,
 )
 from gputenancy.common.objects import FieldPath
 

@@ -9,8 +9,8 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from gputenancy.check.kubernetes.names import label_errors
 from gputenancy.common.findings import Severity
+from gputenancy.common.names import label_errors
 from gputenancy.common.objects import FieldPath
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gputenancy.check.kubernetes.names import (
+from gputenancy.check.webhook.admission import Problem, get_in, label_problems, mapping_items
+from gputenancy.common.names import (
     dns1123_subdomain_errors,
     invalid,
     label_value_errors,
     qualified_name_errors,
 )
-from gputenancy.check.webhook.admission import Problem, get_in, label_problems, mapping_items
 
 
 def rf_node_labels(body: Mapping[str, Any]) -> Iterator[Problem]:

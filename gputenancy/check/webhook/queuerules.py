@@ -9,8 +9,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gputenancy.check.kubernetes.names import invalid, label_selector_errors, qualified_name_errors
 from gputenancy.check.webhook.admission import Problem, get_in, mapping_items, string_items
+from gputenancy.common.names import invalid, label_selector_errors, qualified_name_errors
 from gputenancy.common.objects import FieldPath
 from gputenancy.inputs.quantity import ZERO, Quantity, QuantityError, parse
 

@@ -16,9 +16,6 @@ from __future__ import annotations
 import functools
 
 from gputenancy.check.kubernetes import dra
-from gputenancy.check.kubernetes.names import dns1123_label_errors as dns1123_label_errors
-from gputenancy.check.kubernetes.names import dns1123_subdomain_errors as dns1123_subdomain_errors
-from gputenancy.check.kubernetes.names import qualified_name_errors as qualified_name_errors
 from gputenancy.check.webhook.admission import Rule
 from gputenancy.check.webhook.admission import label_problems as label_problems
 from gputenancy.check.webhook.flavorrules import (
@@ -55,6 +52,9 @@ from gputenancy.check.webhook.queuerules import (
     cq_total_flavors,
     cq_total_resources,
 )
+from gputenancy.common.names import dns1123_label_errors as dns1123_label_errors
+from gputenancy.common.names import dns1123_subdomain_errors as dns1123_subdomain_errors
+from gputenancy.common.names import qualified_name_errors as qualified_name_errors
 
 KUEUE = "kueue.x-k8s.io"
 RESOURCE = "resource.k8s.io"
