@@ -15,7 +15,8 @@ import pytest
 import trees
 
 from gputenancy.cli import ruleindex
-from gputenancy.cli.app import _parser, main
+from gputenancy.cli.app import main
+from gputenancy.cli.parsers import _parser
 
 
 def parsers(parser: argparse.ArgumentParser, name: str = "") -> dict[str, argparse.ArgumentParser]:

@@ -17,7 +17,7 @@ import pytest
 import trees
 
 from gputenancy.cli import ruleindex
-from gputenancy.cli.app import _parser
+from gputenancy.cli.parsers import _parser
 
 README_PATH = trees.REPO / "README.md"
 README = README_PATH.read_text()
