@@ -16,7 +16,6 @@ from gputenancy.deliver import authorview, budgetdiff, budgets, mdsafe, poolchar
 from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (
     ACTIONS,
-    CapacityRow,
     ClusterPlan,
     Plan,
     Risk,
@@ -24,6 +23,7 @@ from gputenancy.deliver.plan import (
     show_value,
     value_change,
 )
+from gputenancy.deliver.plancapacity import CapacityRow
 from gputenancy.inputs import hami
 from gputenancy.inputs.quantity import Quantity, QuantityError, parse
 
