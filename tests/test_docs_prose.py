@@ -11,7 +11,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from gputenancy.cli.app import main
-from gputenancy.deliver import mdsafe
+from gputenancy.common import mdsafe
 
 
 def explained(capsys: pytest.CaptureFixture[str], rule_id: str) -> dict[str, str]:

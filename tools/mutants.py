@@ -48,7 +48,7 @@ YAMLBUILD = "gputenancy/inputs/yamlbuild.py"
 DRAMAPPINGS = "gputenancy/check/config/dramappings.py"
 POSTBUILD = "gputenancy/check/chain/postbuild.py"
 MANIFESTS = "gputenancy/render/manifests.py"
-MDSAFE = "gputenancy/deliver/mdsafe.py"
+MDSAFE = "gputenancy/common/mdsafe.py"
 RULEINDEX = "gputenancy/cli/ruleindex.py"
 INTERRUPT = "gputenancy/common/interrupt.py"
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
-from gputenancy.deliver import budgets, mdsafe
+from gputenancy.common import mdsafe
+from gputenancy.deliver import budgets
 from gputenancy.deliver.budgets import Grant, Pool
 from gputenancy.inputs.hami import human
 from gputenancy.inputs.quantity import ZERO, Quantity

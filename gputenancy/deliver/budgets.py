@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any
 
-from gputenancy.deliver import mdsafe
+from gputenancy.common import mdsafe
 from gputenancy.inputs.hami import human
 from gputenancy.inputs.quantity import ZERO, Quantity
 from gputenancy.inputs.spec import Amount, Model, Tenant

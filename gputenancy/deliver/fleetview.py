@@ -10,7 +10,8 @@ import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 
-from gputenancy.deliver import budgets, mdsafe
+from gputenancy.common import mdsafe
+from gputenancy.deliver import budgets
 from gputenancy.inputs.quantity import ZERO, Quantity
 from gputenancy.inputs.spec import Model
 from gputenancy.policy import fleetquota

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gputenancy.common import report, safetext
-from gputenancy.deliver import authorview, budgetdiff, budgets, mdsafe, poolchart
+from gputenancy.common import mdsafe, report, safetext
+from gputenancy.deliver import authorview, budgetdiff, budgets, poolchart
 from gputenancy.deliver.objectdiff import Change, ObjectChange
 from gputenancy.deliver.plan import (
     ACTIONS,

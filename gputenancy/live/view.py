@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from gputenancy.cluster.compare import MISSING
-from gputenancy.common import report, safetext
+from gputenancy.common import mdsafe, report, safetext
 from gputenancy.common.findings import PipelineError
 from gputenancy.inputs.quantity import Quantity
 from gputenancy.live import status as live_status
@@ -22,7 +21,6 @@ from gputenancy.live.teams import Usage
 
 FORMATS = ("text", "markdown", "json")
 _MARK = {"changed": "~", "missing": "+", "extra": "?", "adopted": "!", "in-sync": "="}
-_TICKS = re.compile(r"`+")
 
 
 def _value(value: Any) -> str:
@@ -34,14 +32,6 @@ def _value(value: Any) -> str:
 
 def _q(q: Quantity | None, none: str = "-") -> str:
     return q.canonical() if q is not None else none
-
-
-def _code(value: str) -> str:
-    """A Markdown code span the value cannot close (as deliver/mdsafe.py writes them)."""
-    shown = safetext.line(value).replace("|", "\\|")
-    ticks = "`" * (max((len(m.group()) for m in _TICKS.finditer(shown)), default=0) + 1)
-    pad = " " if shown.startswith("`") or shown.endswith("`") or ticks != "`" else ""
-    return f"{ticks}{pad}{shown}{pad}{ticks}" if shown else "` `"
 
 
 def _change(c: FieldChange) -> str:
@@ -174,9 +164,9 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def markdown(s: Status) -> str:
     out = [
-        f"## gputenancy status: {_code(s.cluster)}",
+        f"## gputenancy status: {mdsafe.code(s.cluster)}",
         "",
-        f"**{summary(s)}** ({_code(s.source)} against {_code(s.git + '/')})",
+        f"**{summary(s)}** ({mdsafe.code(s.source)} against {mdsafe.code(s.git + '/')})",
         "",
     ]
     if s.drifted:
@@ -190,18 +180,18 @@ def markdown(s: Status) -> str:
             changes: tuple[FieldChange | None, ...] = o.changes or (None,)
             for c in changes:
                 out.append(
-                    f"| {_MARK[o.state]} | {_code(o.title)} | {_code(c.path) if c else ''} | "
-                    f"{_code(_value(c.live) + ' → ' + _value(c.git)) if c else o.state} | {_code(c.by) if c else ''} | "
-                    f"{_code(o.argocd)} |"
+                    f"| {_MARK[o.state]} | {mdsafe.code(o.title)} | {mdsafe.code(c.path) if c else ''} | "
+                    f"{mdsafe.code(_value(c.live) + ' → ' + _value(c.git)) if c else o.state} | {mdsafe.code(c.by) if c else ''} | "
+                    f"{mdsafe.code(o.argocd)} |"
                 )
         out.append("")
     if s.manager is not None and s.manager.differs:
         out += ["### Kueue manager", ""]
         out += [
-            f"- {_code(c.path)}: {_code(_value(c.live))} → {_code(_value(c.git))} (by {_code(c.by)})"
+            f"- {mdsafe.code(c.path)}: {mdsafe.code(_value(c.live))} → {mdsafe.code(_value(c.git))} (by {mdsafe.code(c.by)})"
             for c in s.manager.changes
         ]
-        out += [f"- **restart**: {_code(s.manager.restart)}"] if s.manager.restart else []
+        out += [f"- **restart**: {mdsafe.code(s.manager.restart)}"] if s.manager.restart else []
         out.append("")
     if s.devices:
         out += [
@@ -213,7 +203,7 @@ def markdown(s: Status) -> str:
         for r in s.devices:
             nodes = ", ".join(f"{n}: {c}" for n, c in r.nodes) or "none"
             out.append(
-                f"| {_code(r.flavor)} | {_code(r.device_class)} | {r.published} | {r.declared} | {_code(nodes)} |"
+                f"| {mdsafe.code(r.flavor)} | {mdsafe.code(r.device_class)} | {r.published} | {r.declared} | {mdsafe.code(nodes)} |"
             )
         out.append("")
     rows = _usage_rows(s)
@@ -226,22 +216,22 @@ def markdown(s: Status) -> str:
         ]
         for u in rows:
             out.append(
-                f"| {_code(u.tenant or '(not in Git)')} | {_code(u.queue)} | {_code(u.flavor)} | {_code(u.resource)} | "
+                f"| {mdsafe.code(u.tenant or '(not in Git)')} | {mdsafe.code(u.queue)} | {mdsafe.code(u.flavor)} | {mdsafe.code(u.resource)} | "
                 f"{_q(u.nominal)} | {_q(u.used)} | {_q(u.reserved)} | {_q(u.borrowed)} |"
             )
         out.append("")
     for row in s.cohorts:
         out.append(
-            f"- cohort {_code(row.cohort)} {_code(row.flavor)} {_code(row.resource)}: nominal {_q(row.live)} on "
+            f"- cohort {mdsafe.code(row.cohort)} {mdsafe.code(row.flavor)} {mdsafe.code(row.resource)}: nominal {_q(row.live)} on "
             f"the cluster, {_q(row.git)} in Git; {_q(row.used)} in use"
         )
     out += [""] if s.cohorts else []
     if s.waiting:
         out += ["### Pending workloads", ""]
         for g in s.waiting:
-            link = f"; missing link: {_code(g.link)}" if g.link else ""
+            link = f"; missing link: {mdsafe.code(g.link)}" if g.link else ""
             out.append(
-                f"- {_code(g.reason)} on {_code(g.queue)}: {', '.join(_code(n) for n in g.workloads)}: {_code(g.message)}{link}"
+                f"- {mdsafe.code(g.reason)} on {mdsafe.code(g.queue)}: {', '.join(mdsafe.code(n) for n in g.workloads)}: {mdsafe.code(g.message)}{link}"
             )
         out.append("")
     return "\n".join(out) + "\n"
