@@ -62,25 +62,31 @@ def budget_duplicate_resource(model: Model, catalog: Catalog) -> Iterator[Findin
     Fails: devices: {gpu.nvidia.com: 2}, resources: {nvidia.com/gpu: 2}.
     """
     for _, _, fb in declared_budgets(model):
-        seen: dict[str, str] = {}
-        for name, amount in fb.devices:
-            entry = catalog.classes.get(name)
-            if entry is None:
-                continue
-            if entry.resource in seen:
-                yield err(
-                    amount.origin,
-                    "budget-duplicate-resource",
-                    f"device class {name!r} maps to {entry.resource}, already budgeted by {seen[entry.resource]!r} in this flavor",
-                )
-            seen.setdefault(entry.resource, name)
-        for name, amount in fb.resources:
-            if name in seen:
-                yield err(
-                    amount.origin,
-                    "budget-duplicate-resource",
-                    f"resource {name!r} is already budgeted through device class {seen[name]!r} in this flavor",
-                )
+        yield from resources_once(fb, catalog, "budget-duplicate-resource")
+
+
+def resources_once(fb: FlavorBudget, catalog: Catalog, rule: str) -> Iterator[Finding]:
+    """Each quota resource of one flavor budget (a tenant's or a cohort's) set once: through one catalog
+    device class, or as a resources: key; device classes the catalog lacks are another rule's."""
+    seen: dict[str, str] = {}
+    for name, amount in fb.devices:
+        entry = catalog.classes.get(name)
+        if entry is None:
+            continue
+        if entry.resource in seen:
+            yield err(
+                amount.origin,
+                rule,
+                f"device class {name!r} maps to {entry.resource}, already budgeted by {seen[entry.resource]!r} in this flavor",
+            )
+        seen.setdefault(entry.resource, name)
+    for name, amount in fb.resources:
+        if name in seen:
+            yield err(
+                amount.origin,
+                rule,
+                f"resource {name!r} is already budgeted through device class {seen[name]!r} in this flavor",
+            )
 
 
 def budget_duplicate_flavor(model: Model, catalog: Catalog) -> Iterator[Finding]:

@@ -11,6 +11,7 @@ from gputenancy.common.findings import Finding
 from gputenancy.common.hints import did_you_mean
 from gputenancy.inputs.spec import Cohort, FlavorBudget, Model
 from gputenancy.policy import quotatree
+from gputenancy.policy.budgets import resources_once
 from gputenancy.policy.catalog import Catalog, err
 
 
@@ -105,33 +106,15 @@ def cohort_budget(model: Model, catalog: Catalog) -> Iterator[Finding]:
 
 
 def _resources_once(co: Cohort, fb: FlavorBudget, catalog: Catalog) -> Iterator[Finding]:
-    seen: dict[str, str] = {}
     for name, amount in fb.devices:
-        entry = catalog.classes.get(name)
-        if entry is None:
+        if name not in catalog.classes:
             yield err(
                 amount.origin,
                 "cohort-budget",
                 f"cohort {co.name!r}: device class {name!r} is not in the catalog"
                 + did_you_mean(name, catalog.classes),
             )
-            continue
-        if entry.resource in seen:
-            yield err(
-                amount.origin,
-                "cohort-budget",
-                f"device class {name!r} maps to {entry.resource}, already budgeted by {seen[entry.resource]!r} "
-                "in this flavor",
-            )
-        seen.setdefault(entry.resource, name)
-    for name, amount in fb.resources:
-        if name in seen:
-            yield err(
-                amount.origin,
-                "cohort-budget",
-                f"resource {name!r} is already budgeted through {seen[name]!r} in this flavor",
-            )
-        seen.setdefault(name, name)
+    yield from resources_once(fb, catalog, "cohort-budget")
 
 
 def cohort_limits(model: Model, catalog: Catalog) -> Iterator[Finding]:
